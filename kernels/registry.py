@@ -1,0 +1,85 @@
+"""The table of facts about every kernel variant, read by the generic test machinery.
+
+Modelled on PyTorch's OpInfo: adding a variant is one file in `kernels/` that defines a kernel, a
+launcher `launch(a, b, c)` writing `a @ b` into the preallocated `c`, and one `register(Variant(...))`.
+Every property of the suite then covers it, aimed at its own block shape and limited to what it
+declares it supports.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+import torch
+
+BlockShape = tuple[int, int, int]  # (BM, BN, BK)
+
+# The input -> output dtypes most variants take: the output in the input's dtype.
+SAME_DTYPE = {torch.float16: (torch.float16,), torch.bfloat16: (torch.bfloat16,), torch.float32: (torch.float32,)}
+
+
+@dataclass(frozen=True)
+class Requirements:
+    """What a variant needs from its operands and machine. The launcher rejects anything else."""
+
+    cuda: bool = False  # only runs compiled (no interpreter path)
+    min_capability: tuple[int, int] | None = None  # e.g. (9, 0) for Hopper-only features
+    unit_inner_stride: bool = False  # every operand's last dimension contiguous (stride 1)
+    stride_alignment: int | None = None  # bytes: base pointer and non-unit strides must be multiples
+    max_offset: int | None = None  # largest element offset any operand may reach (int32 index math)
+    row_major_only: tuple[str, ...] = ()  # operands ("a", "b", "c") that must be row-major
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    launch: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], None]
+    # input dtype -> output dtypes accepted for it (the first is the default output)
+    dtypes: Mapping[torch.dtype, tuple[torch.dtype, ...]]
+    precision: str  # what fp32 inputs get in tl.dot: "ieee" or "tf32"
+    # block shapes (BM, BN, BK) the launcher may use, per device type ("cpu" = interpreter, "cuda")
+    blocks: Mapping[str, tuple[BlockShape, ...]]
+    origin: str  # the seed document (and section) the kernel comes from
+    requirements: Requirements = field(default_factory=Requirements)
+    description: str = ""
+
+    def __post_init__(self):
+        if self.precision not in ("ieee", "tf32"):
+            raise ValueError(f"variant {self.name!r}: precision must be 'ieee' or 'tf32', got {self.precision!r}")
+        for dev, shapes in self.blocks.items():
+            if dev not in ("cpu", "cuda") or not shapes or any(len(s) != 3 for s in shapes):
+                raise ValueError(f"variant {self.name!r}: blocks[{dev!r}] must be a non-empty tuple of (BM, BN, BK)")
+
+    @property
+    def input_dtypes(self) -> tuple[torch.dtype, ...]:
+        return tuple(self.dtypes)
+
+    def block_shapes(self, device_type: str) -> tuple[BlockShape, ...]:
+        return self.blocks.get(device_type) or next(iter(self.blocks.values()))
+
+    def runs_on(self, backend: str) -> bool:
+        return not (self.requirements.cuda and backend == "interpreter")
+
+
+_REGISTRY: dict[str, Variant] = {}
+
+
+def register(variant: Variant) -> Variant:
+    if variant.name in _REGISTRY:
+        raise ValueError(f"variant {variant.name!r} is registered twice")
+    _REGISTRY[variant.name] = variant
+    return variant
+
+
+def variants() -> list[Variant]:
+    """All registered variants, in name order."""
+    return [_REGISTRY[name] for name in sorted(_REGISTRY)]
+
+
+def get(name: str) -> Variant:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        known = ", ".join(sorted(_REGISTRY)) or "(none)"
+        raise KeyError(f"no variant named {name!r}; registered variants: {known}") from None

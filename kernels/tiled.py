@@ -1,0 +1,92 @@
+"""The canonical tiled GEMM of seed 002: a 2-D grid, one BM x BN tile of C per program, a K loop
+over BK-wide strips, masks on all three axes, an fp32 accumulator and a cast on store.
+Arbitrary strides for A, B and C."""
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels import operands, registry
+from kernels.registry import SAME_DTYPE, Requirements, Variant, register
+
+
+@triton.jit
+def tiled_kernel(
+    a_ptr, b_ptr, c_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+    PRECISION: tl.constexpr, ACC: tl.constexpr,
+):
+    # 1. which output tile am I?
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    # 2. row/column indices of my tile, and the K-strip indices
+    offs_m = pid_m * BM + tl.arange(0, BM)
+    offs_n = pid_n * BN + tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    # 3. the accumulator stays in registers, wider than the inputs
+    acc = tl.zeros((BM, BN), dtype=ACC)
+    # 4. the K loop: each strip's loads are masked on both of their axes
+    for k in range(0, K, BK):
+        a = tl.load(
+            a_ptr + offs_m[:, None] * stride_am + (k + offs_k)[None, :] * stride_ak,
+            mask=(offs_m[:, None] < M) & ((k + offs_k)[None, :] < K),
+            other=0.0,
+        )
+        b = tl.load(
+            b_ptr + (k + offs_k)[:, None] * stride_bk + offs_n[None, :] * stride_bn,
+            mask=((k + offs_k)[:, None] < K) & (offs_n[None, :] < N),
+            other=0.0,
+        )
+        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+    # 5. cast to C's dtype and store the tile, masked on M and N
+    tl.store(
+        c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn,
+        acc.to(c_ptr.dtype.element_ty),
+        mask=(offs_m[:, None] < M) & (offs_n[None, :] < N),
+    )
+
+
+# (BM, BN, BK, num_warps, num_stages). The interpreter runs programs one after another, so its
+# tiles are small and asymmetric (a swapped M/N shows); on the GPU, seed 002's 128 x 128 x 64.
+CPU_CONFIG = (16, 32, 16, 1, 1)
+GPU_CONFIG = {torch.float32: (128, 128, 32, 8, 3)}
+GPU_DEFAULT = (128, 128, 64, 8, 3)
+
+
+def config(a: torch.Tensor) -> tuple[int, int, int, int, int]:
+    if a.device.type == "cpu":
+        return CPU_CONFIG
+    return GPU_CONFIG.get(a.dtype, GPU_DEFAULT)
+
+
+def make_launch(name: str, precision: str):
+    def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
+        M, N, K = operands.check(registry.get(name), a, b, c)
+        if M == 0 or N == 0:
+            return
+        bm, bn, bk, warps, stages = config(a)
+        grid = (triton.cdiv(M, bm), triton.cdiv(N, bn))
+        tiled_kernel[grid](
+            a, b, c, M, N, K,
+            a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+            BM=bm, BN=bn, BK=bk, PRECISION=precision, ACC=tl.float32,
+            num_warps=warps, num_stages=stages,
+        )
+
+    return launch
+
+
+register(
+    Variant(
+        name="tiled",
+        launch=make_launch("tiled", "ieee"),
+        dtypes=SAME_DTYPE,
+        precision="ieee",
+        blocks={"cpu": (CPU_CONFIG[:3],), "cuda": (GPU_DEFAULT[:3], GPU_CONFIG[torch.float32][:3])},
+        origin="seed 002: the canonical tiled matmul (five sections, masks on three axes)",
+        requirements=Requirements(max_offset=2**31 - 1),
+        description="2-D grid, one tile of C per program",
+    )
+)

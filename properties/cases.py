@@ -1,0 +1,225 @@
+"""The case model: a GemmCase is a frozen, JSON-serialisable description of one GEMM problem, and
+`materialize` derives its tensors from it deterministically.
+
+Every operand is a strided view inside a larger 1-D buffer with a guard band on both sides:
+  A, B   the guard bands and any padding hold poison (NaN for floats, the minimum for integers), so an
+         unmasked read that leaks into a valid output shows;
+  C      the guard bands and padding hold a sentinel, and C's own elements are pre-filled with NaN
+         (or the integer minimum), so writes outside C and elements never written both show.
+Each buffer is snapshotted before the launch so the oracles can compare byte for byte after it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, replace
+
+import numpy as np
+import torch
+
+from properties import profiles
+from reference.formats import Format, by_name
+
+GUARD = 64  # elements of guard band before and after every operand
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a logical R x C matrix sits in its buffer."""
+
+    order: str = "row"  # "row": a row's elements are adjacent; "col": a column's are
+    pad: int = 0  # extra elements in the leading dimension (lda = minimal + pad)
+    step: int = 1  # distance between adjacent elements of the inner dimension (2: every other one)
+    offset: int = 0  # extra storage offset in elements (misaligns the data pointer when odd)
+    broadcast: str = ""  # "rows": every row aliases row 0 (stride 0); "cols": every column aliases column 0
+
+    def __post_init__(self):
+        if self.order not in ("row", "col"):
+            raise ValueError(f"layout order must be 'row' or 'col', got {self.order!r}")
+        if self.broadcast not in ("", "rows", "cols"):
+            raise ValueError(f"layout broadcast must be '', 'rows' or 'cols', got {self.broadcast!r}")
+        if self.pad < 0 or self.step < 1 or self.offset < 0:
+            raise ValueError(f"layout needs pad >= 0, step >= 1, offset >= 0; got {self}")
+
+    def strides(self, rows: int, cols: int) -> tuple[int, int]:
+        if self.order == "row":
+            s0, s1 = max(cols, 1) * self.step + self.pad, self.step
+        else:
+            s0, s1 = self.step, max(rows, 1) * self.step + self.pad
+        if self.broadcast == "rows":
+            s0 = 0
+        elif self.broadcast == "cols":
+            s1 = 0
+        return s0, s1
+
+    def describe(self) -> str:
+        text = self.order
+        if self.pad:
+            text += f"+pad{self.pad}"
+        if self.step != 1:
+            text += f"/step{self.step}"
+        if self.offset:
+            text += f"@{self.offset}"
+        if self.broadcast:
+            text += f"|bcast-{self.broadcast}"
+        return text
+
+
+ROW = Layout()
+COL = Layout("col")
+
+
+@dataclass(frozen=True)
+class GemmCase:
+    M: int
+    N: int
+    K: int
+    dtype: str  # input dtype name: fp16, bf16, fp32, fp8e4m3, fp8e5m2, int8
+    out_dtype: str  # output dtype name
+    a: Layout = field(default=ROW)
+    b: Layout = field(default=ROW)
+    c: Layout = field(default=ROW)
+    profile: str = "ones"
+    seed: int = 0
+
+    def __post_init__(self):
+        if min(self.M, self.N, self.K) < 0:
+            raise ValueError(f"M, N and K must be >= 0, got {self.M}, {self.N}, {self.K}")
+        by_name(self.dtype), by_name(self.out_dtype)
+        if self.c.broadcast:
+            raise ValueError("C cannot be broadcast: two of its elements would share memory")
+        if self.profile not in profiles.PROFILES:
+            raise ValueError(f"unknown value profile {self.profile!r}; expected one of {', '.join(profiles.PROFILES)}")
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "GemmCase":
+        data = dict(data)
+        for name in ("a", "b", "c"):
+            if name in data:
+                data[name] = Layout(**data[name])
+        return cls(**data)
+
+    @classmethod
+    def from_json(cls, text: str) -> "GemmCase":
+        return cls.from_dict(json.loads(text))
+
+    def describe(self) -> str:
+        return (
+            f"{self.M}x{self.N}x{self.K} {self.dtype}->{self.out_dtype} A:{self.a.describe()} "
+            f"B:{self.b.describe()} C:{self.c.describe()} {self.profile} seed={self.seed}"
+        )
+
+    def replace(self, **changes) -> "GemmCase":
+        return replace(self, **changes)
+
+
+@dataclass
+class Guarded:
+    """One operand: a view into a guarded buffer, and what the buffer held before the launch."""
+
+    name: str
+    view: torch.Tensor
+    buffer: torch.Tensor  # 1-D, the whole allocation
+    elements: np.ndarray  # bool over the buffer: True at the view's elements
+    before: np.ndarray  # the buffer's bytes before the launch
+
+    def changed(self) -> np.ndarray:
+        """Byte-level: buffer positions (element indices) whose bits differ from the snapshot."""
+        now = bits_of(self.buffer)
+        return np.flatnonzero(now != self.before)
+
+
+@dataclass
+class Operands:
+    case: GemmCase
+    a: Guarded
+    b: Guarded
+    c: Guarded
+
+
+def poison(fmt: Format) -> float:
+    """What surrounds A and B: NaN for floats, the most negative integer otherwise."""
+    return float("nan") if fmt.is_float else -fmt.max - 1
+
+
+# C's elements start as a quiet NaN with a payload no arithmetic produces (computed NaNs carry the
+# canonical payload), so an element never written is told apart from one computed as NaN.
+_UNWRITTEN_NAN = {16: 0x7E5A, 32: 0x7FC5A5A5}
+_UNWRITTEN_BF16 = 0x7FDA
+
+
+def unwritten_bits(fmt: Format) -> int:
+    """The bit pattern C's elements hold before the launch (as an unsigned integer)."""
+    if not fmt.is_float:
+        return (-int(fmt.max) - 1) & ((1 << (fmt.p + 1)) - 1)
+    if fmt.name == "bf16":
+        return _UNWRITTEN_BF16
+    return _UNWRITTEN_NAN[torch.finfo(fmt.dtype).bits]
+
+
+def bits_of(t: torch.Tensor) -> np.ndarray:
+    """The raw bits of a tensor's elements as unsigned integers, in its logical shape."""
+    raw = t.detach().cpu().contiguous()
+    width = {1: torch.uint8, 2: torch.uint16, 4: torch.uint32, 8: torch.uint64}[raw.element_size()]
+    return raw.view(width).numpy().astype(np.uint64)
+
+
+def sentinel(fmt: Format) -> float:
+    """What surrounds C: a value distinct from the pre-fill."""
+    return fmt.max
+
+
+def _guarded(name: str, shape: tuple[int, int], layout: Layout, fmt: Format, fill: float,
+             values: np.ndarray | None, c_fill: int | None, device: torch.device) -> Guarded:
+    rows, cols = shape
+    s0, s1 = layout.strides(rows, cols)
+    span = (rows - 1) * s0 + (cols - 1) * s1 if rows and cols else 0
+    start = GUARD + layout.offset
+    size = start + span + 1 + GUARD
+    buffer = torch.full((size,), fill, dtype=torch.float64).to(fmt.dtype)
+    elements = np.zeros(size, dtype=bool)
+    if rows and cols:
+        index = start + np.arange(rows)[:, None] * s0 + np.arange(cols)[None, :] * s1
+        elements[index.ravel()] = True
+        if values is not None:
+            # write through a non-aliasing view: a broadcast operand stores one row (or column)
+            base_shape = (1 if layout.broadcast == "rows" else rows, 1 if layout.broadcast == "cols" else cols)
+            target = torch.as_strided(buffer, base_shape, (s0, s1), start)
+            target.copy_(torch.from_numpy(np.array(values[: base_shape[0], : base_shape[1]])).to(fmt.dtype))
+        else:
+            # signed views: index_put exists for them; the pattern's bits are what matter
+            as_int = {1: torch.int8, 2: torch.int16, 4: torch.int32}[buffer.element_size()]
+            signed = c_fill - (1 << 8 * buffer.element_size()) if c_fill >= 1 << (8 * buffer.element_size() - 1) else c_fill
+            buffer.view(as_int)[torch.from_numpy(index.ravel())] = signed
+    buffer = buffer.to(device)
+    view = torch.as_strided(buffer, shape, (s0, s1), start)
+    return Guarded(name, view, buffer, elements, bits_of(buffer))
+
+
+def input_values(case: GemmCase) -> tuple[np.ndarray, np.ndarray]:
+    """The float64 values drawn for A (M x K) and B (K x N), before quantization."""
+    fmt = by_name(case.dtype)
+    a_shape = _drawn_shape((case.M, case.K), case.a)
+    b_shape = _drawn_shape((case.K, case.N), case.b)
+    a = profiles.generate(case.profile, a_shape, fmt, case.K, np.random.default_rng([case.seed, 0]))
+    b = profiles.generate(case.profile, b_shape, fmt, case.K, np.random.default_rng([case.seed, 1]))
+    return np.broadcast_to(a, (case.M, case.K)), np.broadcast_to(b, (case.K, case.N))
+
+
+def _drawn_shape(shape: tuple[int, int], layout: Layout) -> tuple[int, int]:
+    rows, cols = shape
+    return (1 if layout.broadcast == "rows" else rows, 1 if layout.broadcast == "cols" else cols)
+
+
+def materialize(case: GemmCase, device: torch.device | str = "cpu") -> Operands:
+    """Build A, B and a guarded, pre-filled C for `case` on `device`, deterministically."""
+    device = torch.device(device)
+    fin, fout = by_name(case.dtype), by_name(case.out_dtype)
+    va, vb = input_values(case)
+    a = _guarded("A", (case.M, case.K), case.a, fin, poison(fin), va, None, device)
+    b = _guarded("B", (case.K, case.N), case.b, fin, poison(fin), vb, None, device)
+    c = _guarded("C", (case.M, case.N), case.c, fout, sentinel(fout), None, unwritten_bits(fout), device)
+    return Operands(case, a, b, c)

@@ -1,0 +1,63 @@
+"""The flow of one example: materialize the case, launch the variant, compute the references and
+the bound, and run every oracle. Used alike by the tests, the campaign and the repro scripts."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import torch
+
+from kernels.registry import Variant
+from properties import backends, oracles
+from properties.cases import GemmCase, Operands, materialize, unwritten_bits
+from reference import bounds, numpy_ref
+from reference.formats import by_name
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What one passing example measured."""
+
+    variant: str
+    case: GemmCase
+    exact: bool  # judged bit-exact (True) or within the bound (False)
+    error_ratio: float  # largest |C - reference| / bound; 0 on exact cases
+    seconds: float
+
+
+def launch(variant: Variant, ops: Operands) -> None:
+    variant.launch(ops.a.view, ops.b.view, ops.c.view)
+    if ops.c.view.is_cuda:
+        torch.cuda.synchronize()
+
+
+def judge(variant: Variant, ops: Operands) -> tuple[bool, float]:
+    """Run every oracle on a finished launch; return (exact, error ratio). Raises GemmMismatch."""
+    case = ops.case
+    oracles.canaries_intact(ops.c)
+    oracles.input_unchanged(ops.a)
+    oracles.input_unchanged(ops.b)
+    product = numpy_ref.product(ops.a.view, ops.b.view)
+    arith = bounds.arithmetic(case.dtype, variant.precision)
+    out = by_name(case.out_dtype)
+    bound = bounds.elementwise(product, case.K, arith, out)
+    inf_ok = bounds.overflow_possible(product, bound, arith, out)
+    oracles.all_written(ops.c.view, product.value, unwritten_bits(out))
+    if bounds.exact_expected(product, arith):
+        oracles.exact(ops.c.view, product.value, out)
+        return True, 0.0
+    return False, oracles.within_bound(ops.c.view, product.value, bound, inf_ok)
+
+
+def check(variant: Variant, case: GemmCase, backend: backends.Backend | None = None) -> Observation:
+    """Run `variant` on `case` and judge it. Raises GemmMismatch naming the variant and the case."""
+    backend = backend or backends.current()
+    start = time.perf_counter()
+    ops = materialize(case, backend.device)
+    launch(variant, ops)
+    try:
+        exact, ratio = judge(variant, ops)
+    except oracles.GemmMismatch as e:
+        raise oracles.GemmMismatch(f"variant {variant.name!r} on {case.describe()}:\n{e}") from None
+    return Observation(variant.name, case, exact, ratio, time.perf_counter() - start)

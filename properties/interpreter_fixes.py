@@ -1,0 +1,213 @@
+"""Known gaps of Triton's CPU interpreter, each probed at start-up and, where it is present and a
+faithful emulation exists, fixed for this process. `apply()` returns what it applied, for the header.
+
+  bf16 dot       tl.dot on bf16 multiplies the raw uint16 bit patterns (triton-lang/triton#11584):
+                 bf16 operands are converted exactly to fp32 before the product, as the GPU does.
+  tf32 dot       the interpreter ignores input_precision, so a kernel that silently computes fp32 in
+                 tf32 would pass on the CPU: fp32 operands of a tf32 tl.dot are rounded to tf32 first,
+                 the way the H100 does (TF32_ROUNDING below, checked on the GPU by tests/test_backends).
+  bf16 cast      fp32 -> bf16 conversions (`.to(tl.bfloat16)`) truncate, where the GPU rounds to nearest
+                 even (cvt.rn.bf16.f32): they are rounded to nearest even. No upstream issue found.
+  loop bounds    Triton 3.6's interpreter calls int() on 1-element arrays, which NumPy >= 2.4 refuses
+                 ('only 0-dimensional arrays can be converted'): `range(0, K, BK)` loops fail.
+
+Every fix is verified after it is applied: if its probe still fails, start-up fails loudly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import triton
+import triton.language as tl
+from triton.runtime import interpreter as _interp
+
+# How the GPU rounds an fp32 operand of a tf32 tl.dot: "rz" keeps the top 10 fraction bits
+# (truncation), "rna" rounds to nearest with ties away, "rne" to nearest even.
+TF32_ROUNDING = "rz"
+
+
+def round_to_tf32(x: np.ndarray, mode: str = TF32_ROUNDING) -> np.ndarray:
+    """fp32 values with their significand cut to tf32's 10 fraction bits; Inf and NaN unchanged."""
+    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    special = (bits & np.uint32(0x7F800000)) == np.uint32(0x7F800000)
+    if mode == "rz":
+        rounded = bits & np.uint32(0xFFFFE000)
+    elif mode == "rna":
+        rounded = (bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)
+    elif mode == "rne":
+        rounded = (bits + np.uint32(0xFFF) + ((bits >> np.uint32(13)) & np.uint32(1))) & np.uint32(0xFFFFE000)
+    else:
+        raise ValueError(f"unknown tf32 rounding {mode!r}; expected rz, rna or rne")
+    return np.where(special, bits, rounded).view(np.float32)
+
+
+@triton.jit
+def _dot_probe(a_ptr, b_ptr, c_ptr, N: tl.constexpr, PRECISION: tl.constexpr):
+    offs = tl.arange(0, N)
+    a = tl.load(a_ptr + offs[:, None] * N + offs[None, :])
+    b = tl.load(b_ptr + offs[:, None] * N + offs[None, :])
+    c = tl.dot(a, b, input_precision=PRECISION)
+    tl.store(c_ptr + offs[:, None] * N + offs[None, :], c)
+
+
+@triton.jit
+def _cast_probe(x_ptr, y_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs).to(tl.bfloat16))
+
+
+@triton.jit
+def _loop_probe(x_ptr, K, BK: tl.constexpr):
+    total = tl.zeros((BK,), dtype=tl.float32)
+    for k in range(0, K, BK):
+        total += 1.0
+    tl.store(x_ptr + tl.arange(0, BK), total)
+
+
+def _run_dot(a: torch.Tensor, b: torch.Tensor, precision: str) -> torch.Tensor:
+    c = torch.empty(a.shape, dtype=torch.float32, device=a.device)
+    _dot_probe[(1,)](a, b, c, N=a.shape[0], PRECISION=precision)
+    return c
+
+
+def bf16_dot_is_exact(device="cpu") -> bool:
+    g = torch.Generator().manual_seed(0)
+    a = torch.randint(-3, 4, (16, 16), generator=g).to(torch.bfloat16).to(device)
+    b = torch.randint(-3, 4, (16, 16), generator=g).to(torch.bfloat16).to(device)
+    return torch.equal(_run_dot(a, b, "ieee").cpu(), (a.double() @ b.double()).float().cpu())
+
+
+def tf32_probe_operands() -> tuple[torch.Tensor, torch.Tensor]:
+    """A has one non-zero per row, with fraction bits below tf32's tenth; B is the identity, so
+    C = A after the GPU's tf32 rounding: row i tells how the i-th pattern rounds."""
+    one = 1.0
+    patterns = [
+        one + 2**-11 + 2**-12,  # above half: rz -> 1, rna/rne -> 1 + 2**-10
+        one + 2**-11,  # a tie: rz/rne -> 1, rna -> 1 + 2**-10
+        one + 2**-10 + 2**-11,  # a tie with odd last bit: rz -> 1 + 2**-10, rna/rne -> 1 + 2**-9
+        one + 2**-20,  # far below: 1 in every mode
+        -(one + 2**-11 + 2**-12),  # negative: rz -> -1
+    ]
+    a = torch.zeros(16, 16, dtype=torch.float32)
+    for i, p in enumerate(patterns):
+        a[i, 0] = p
+    return a, torch.eye(16, dtype=torch.float32)
+
+
+def tf32_rounding_of(c: torch.Tensor) -> str | None:
+    """Which rounding mode explains the probe's output (None: none does, e.g. no tf32 at all)."""
+    a, _ = tf32_probe_operands()
+    for mode in ("rz", "rna", "rne"):
+        if torch.equal(c.cpu(), torch.from_numpy(round_to_tf32(a.numpy(), mode))):
+            return mode
+    return None
+
+
+def tf32_dot_rounds(device="cpu") -> str | None:
+    a, b = tf32_probe_operands()
+    return tf32_rounding_of(_run_dot(a.to(device), b.to(device), "tf32"))
+
+
+def bf16_cast_rounds_to_nearest_even(device="cpu") -> bool:
+    # 375 and 377 are ties between bf16 neighbours (374, 376, 378); 1 + 3 * 2**-9 is above half
+    x = torch.tensor([375.0, 377.0, 1 + 3 * 2**-9, -375.0, float("inf"), 3.0e38, 0.0, -0.0,
+                      1.0, 2.0**-130, 65.0, 257.0, 259.0, 1.5, -7.0, 1e-3], device=device)
+    y = torch.empty(16, dtype=torch.bfloat16, device=device)
+    _cast_probe[(1,)](x, y, N=16)
+    return torch.equal(y.cpu().view(torch.int16), x.cpu().to(torch.bfloat16).view(torch.int16))
+
+
+def round_to_bf16_bits(x: np.ndarray) -> np.ndarray:
+    """fp32 -> bf16 bit patterns, round to nearest even; NaN stays NaN (quiet)."""
+    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    nan = np.isnan(np.asarray(x, dtype=np.float32))
+    return np.where(nan, ((bits >> 16).astype(np.uint16) | np.uint16(0x0040)), rounded)
+
+
+def loop_bounds_work() -> bool:
+    x = torch.zeros(16)
+    try:
+        _loop_probe[(1,)](x, 40, BK=16)
+    except Exception:
+        return False
+    return bool((x == 3).all())
+
+
+_PRECISION = triton._C.libtriton.ir.INPUT_PRECISION
+
+
+def _patch_dot(bf16: bool, tf32: bool) -> None:
+    original = _interp.InterpreterBuilder.create_dot
+
+    def to_fp32(h):
+        if h.dtype.scalar == tl.bfloat16:  # raw bf16 bits are the top half of an fp32
+            return _interp.TensorHandle((h.data.astype(np.uint32) << np.uint32(16)).view(np.float32), tl.float32)
+        return h
+
+    def create_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
+        if bf16:
+            a, b = to_fp32(a), to_fp32(b)
+        if tf32 and input_precision == _PRECISION.TF32 and a.dtype.scalar == tl.float32 == b.dtype.scalar:
+            a = _interp.TensorHandle(round_to_tf32(a.data), tl.float32)
+            b = _interp.TensorHandle(round_to_tf32(b.data), tl.float32)
+        return original(self, a, b, d, input_precision, max_num_imprecise_acc)
+
+    _interp.InterpreterBuilder.create_dot = create_dot
+
+
+def _patch_bf16_cast() -> None:
+    original = _interp.InterpreterBuilder.cast_impl
+
+    def cast_impl(self, src, dst_type):
+        if src.dtype.scalar == tl.float32 and dst_type.scalar == tl.bfloat16:
+            return _interp.TensorHandle(round_to_bf16_bits(src.data), tl.bfloat16)
+        return original(self, src, dst_type)
+
+    _interp.InterpreterBuilder.cast_impl = cast_impl
+
+
+def _patch_index() -> None:
+    original = _interp._patch_lang_tensor
+
+    def patch_lang_tensor(tensor, scope):
+        original(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(np.asarray(self.handle.data).reshape(-1)[0]))
+
+    _interp._patch_lang_tensor = patch_lang_tensor
+
+
+_APPLIED: list[str] | None = None
+
+
+def apply() -> list[str]:
+    """Probe each gap, fix the ones present, verify the fixes. Idempotent; returns header lines."""
+    global _APPLIED
+    if _APPLIED is not None:
+        return _APPLIED
+    applied = []
+    if not loop_bounds_work():
+        _patch_index()
+        if not loop_bounds_work():
+            raise RuntimeError("the interpreter cannot run range(0, K, BK) loops even after the NumPy fix")
+        applied.append("loop bounds: int() of 1-element arrays (Triton 3.6 with NumPy >= 2.4)")
+    if not bf16_cast_rounds_to_nearest_even():
+        _patch_bf16_cast()
+        if not bf16_cast_rounds_to_nearest_even():
+            raise RuntimeError("fp32 -> bf16 casts still do not round to nearest even after the fix")
+        applied.append("bf16 cast: fp32 -> bf16 rounded to nearest even, as cvt.rn.bf16.f32 does (it truncated)")
+    bf16_broken = not bf16_dot_is_exact()
+    tf32_missing = tf32_dot_rounds() != TF32_ROUNDING
+    if bf16_broken or tf32_missing:
+        _patch_dot(bf16_broken, tf32_missing)
+        if not bf16_dot_is_exact():
+            raise RuntimeError("bf16 tl.dot is still wrong in the interpreter after the emulation")
+        if tf32_dot_rounds() != TF32_ROUNDING:
+            raise RuntimeError("tf32 tl.dot rounding is still not emulated after the patch")
+    if bf16_broken:
+        applied.append("bf16 tl.dot: operands converted exactly to fp32 (triton-lang/triton#11584)")
+    if tf32_missing:
+        applied.append(f"tf32 tl.dot: fp32 operands rounded to tf32 ({TF32_ROUNDING}, as the H100 does)")
+    _APPLIED = applied
+    return applied

@@ -1,0 +1,36 @@
+"""Hypothesis profiles.
+
+  dev       the default on a workstation: random, a few dozen examples per test
+  ci        used when the CI environment variable is set: derandomized (the same examples every run),
+            no example database (verdicts depend on nothing but the code), no deadline, and the
+            reproduction blob printed with every failure
+  campaign  thousands of examples per test, for long searches (`tox -e campaign`, `gemm-fuzz`)
+
+Choose one explicitly with `--hypothesis-profile NAME`.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+# The interpreter takes tenths of a second per example: slowness is expected, not a defect.
+_QUIET = [HealthCheck.too_slow, HealthCheck.data_too_large]
+
+settings.register_profile("dev", max_examples=30, deadline=None, suppress_health_check=_QUIET)
+settings.register_profile(
+    "ci", max_examples=25, deadline=None, derandomize=True, database=None, print_blob=True,
+    suppress_health_check=_QUIET,
+)
+settings.register_profile("campaign", max_examples=2000, deadline=None, suppress_health_check=_QUIET)
+
+
+def default_profile() -> str:
+    return "ci" if os.environ.get("CI") else "dev"
+
+
+def load_default() -> str:
+    name = default_profile()
+    settings.load_profile(name)
+    return name

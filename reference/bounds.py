@@ -1,0 +1,109 @@
+"""A sound elementwise bound on |C - A@B| for any correct kernel, computed in float64.
+
+Higham (Accuracy and Stability of Numerical Algorithms, 2nd ed., section 3.5): a dot product of
+length K accumulated in a format with unit roundoff u, in any order, is within gamma_K |A|.|B| of
+the exact value, gamma_K = K u / (1 - K u). Around that sit:
+
+  input rounding   tf32 rounds each fp32 operand: a' = a (1 + d), |d| <= u_in, so each product is
+                   off by (2 u_in + u_in**2) |a||b| before accumulation;
+  underflow        each of the 2K accumulation steps may lose an absolute `acc_tiny` (a flushed
+                   subnormal), so (2K + 1) acc_tiny more;
+  the reference    numpy's float64 product is itself within gamma_K(2**-53) |A|.|B| of exact;
+  output rounding  one rounding to C's dtype: u_out |s| plus half its smallest subnormal.
+
+So, with P = |A|.|B| and e_in = 2 u_in + u_in**2:
+  err_acc = (e_in + (1 + e_in) gamma_K(u_acc)) P + (2K + 1)(1 + gamma_K(u_acc)) acc_tiny
+  bound   = gamma_K(2**-53) P + err_acc + u_out (|ref| + gamma_K(2**-53) P + err_acc) + tiny_out
+Nothing here is tuned: every term is a worst case, so a correct kernel never exceeds it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from reference.formats import FORMATS, TF32, Format, by_name
+from reference.numpy_ref import Product
+
+U64 = 2.0**-53
+# float64 evaluation of the bound itself rounds; widen by a few ulps so the bound stays an upper bound
+_EVAL_SLACK = 1.0 + 2.0**-40
+
+
+@dataclass(frozen=True)
+class Arithmetic:
+    """How a variant computes a product for one input dtype: its precision class."""
+
+    name: str
+    input_u: float  # relative rounding of each operand before the products (0: none)
+    acc: Format  # the accumulator's format
+    acc_u: float  # unit roundoff of accumulation
+    acc_tiny: float  # absolute error one underflowing accumulation step may add
+    exact_bits: int  # sums of integers up to 2**exact_bits are computed exactly
+    input_exact_limit: int  # integer operands up to this survive input rounding
+
+    @property
+    def is_exact(self) -> bool:
+        """Integer arithmetic: every result must match exactly."""
+        return not self.acc.is_float
+
+
+FP32_ACC = FORMATS["fp32"]
+# Tensor cores add products into fp32 with truncation rather than rounding to nearest (Fasi, Higham,
+# Mikaitis, Pranesh 2021, "Numerical behavior of NVIDIA tensor cores"): up to one ulp, 2**-23, a step.
+TENSOR_CORE_ACC_U = 2.0**-23
+# An fp32 operand of a tf32 dot keeps 10 fraction bits; truncation (measured on the H100, see
+# properties/interpreter_fixes.py) errs by up to one tf32 ulp: 2**-10 relative.
+TF32_INPUT_U = 2.0**-10
+
+
+def arithmetic(input_dtype: str, precision: str = "ieee") -> Arithmetic:
+    """The precision class of a variant for one input dtype name (fp16, bf16, fp32, int8, ...)."""
+    fmt = by_name(input_dtype)
+    if not fmt.is_float:
+        int32 = FORMATS["int32"]
+        return Arithmetic("int32", 0.0, int32, 0.0, 0.0, 31, int(fmt.max))
+    if fmt.name == "fp32" and precision == "tf32":
+        return Arithmetic(
+            "tf32", TF32_INPUT_U, FP32_ACC, TENSOR_CORE_ACC_U, FP32_ACC.min_normal, FP32_ACC.p, TF32.exact_integer_limit
+        )
+    return Arithmetic(
+        f"{fmt.name}-fp32acc", 0.0, FP32_ACC, TENSOR_CORE_ACC_U, FP32_ACC.min_normal, FP32_ACC.p,
+        fmt.exact_integer_limit,
+    )
+
+
+def gamma(k: int, u: float) -> float:
+    if k * u >= 1:
+        return np.inf
+    return k * u / (1 - k * u)
+
+
+def elementwise(product: Product, k: int, arith: Arithmetic, out: Format) -> np.ndarray:
+    """Upper bound on |C - product.value| for every element, for a correct kernel."""
+    P = product.magnitude
+    if arith.is_exact and not out.is_float:
+        return np.zeros_like(P)
+    g_acc = gamma(k, arith.acc_u)
+    e_in = 2 * arith.input_u + arith.input_u**2
+    err_acc = (e_in + (1 + e_in) * g_acc) * P + (2 * k + 1) * (1 + g_acc) * arith.acc_tiny
+    err_ref = gamma(k, U64) * P
+    s_max = np.abs(np.nan_to_num(product.value, nan=0.0, posinf=0.0, neginf=0.0)) + err_ref + err_acc
+    return (err_ref + err_acc + out.u * s_max + out.min_subnormal / 2) * _EVAL_SLACK
+
+
+def exact_expected(product: Product, arith: Arithmetic) -> bool:
+    """Must every correct kernel return exactly round(A@B) here? True when the inputs are integers
+    that survive input rounding and every partial sum is an integer the accumulator holds exactly."""
+    if not product.integer_inputs or product.max_abs_input > arith.input_exact_limit:
+        return False
+    P = product.magnitude
+    return bool(P.size == 0 or P.max() <= 2.0**arith.exact_bits)
+
+
+def overflow_possible(product: Product, bound: np.ndarray, arith: Arithmetic, out: Format) -> np.ndarray:
+    """Where may a correct kernel return +-Inf: the exact result's interval reaches the overflow
+    threshold of C's dtype or of the accumulator."""
+    limit = min(out.overflow_threshold, arith.acc.overflow_threshold)
+    return np.abs(product.value) + bound >= limit

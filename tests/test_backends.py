@@ -1,0 +1,67 @@
+"""The backend is chosen once, before the kernels load; the interpreter's known gaps are probed,
+fixed and re-probed; on a GPU the emulation constants are checked against the hardware."""
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from kernels.mode import BackendError
+from properties import backends, interpreter_fixes
+
+
+def test_asking_for_the_other_backend_after_loading_is_an_error(backend):
+    other = "cuda" if backend.name == "interpreter" else "interpreter"
+    with pytest.raises(BackendError, match=f"already loaded for the '{backend.name}' backend, so '{other}'"):
+        backends.activate(other)
+    with pytest.raises(BackendError, match="unknown backend 'gpu'; expected one of auto, interpreter, cuda"):
+        backends.activate("gpu")
+
+
+def test_header_names_backend_device_and_versions(backend):
+    text = "\n".join(backend.header())
+    assert f"gemm backend: {backend.name} on {backend.device_name}" in text
+    assert f"torch {torch.__version__}" in text and "triton " in text
+
+
+def test_importing_triton_before_choosing_the_interpreter_is_refused():
+    code = "import triton, os; os.environ['GEMM_BACKEND'] = 'interpreter'\nimport kernels"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={"PATH": "", "GEMM_BACKEND": "interpreter"})
+    assert run.returncode != 0
+    assert "triton was imported before the interpreter backend was chosen" in run.stderr
+
+
+@pytest.mark.interpreter
+def test_interpreter_probes_pass_after_the_fixes(backend):
+    assert interpreter_fixes.bf16_dot_is_exact()
+    assert interpreter_fixes.bf16_cast_rounds_to_nearest_even()
+    assert interpreter_fixes.tf32_dot_rounds() == interpreter_fixes.TF32_ROUNDING
+    assert interpreter_fixes.loop_bounds_work()
+    assert any("#11584" in e for e in backend.emulations) or interpreter_fixes.bf16_dot_is_exact()
+
+
+@pytest.mark.gpu
+def test_the_gpu_rounds_tf32_operands_the_way_the_interpreter_emulates(backend):
+    assert interpreter_fixes.tf32_dot_rounds(backend.device) == interpreter_fixes.TF32_ROUNDING
+
+
+@pytest.mark.gpu
+def test_the_gpu_rounds_fp32_to_bf16_to_nearest_even(backend):
+    assert interpreter_fixes.bf16_cast_rounds_to_nearest_even(backend.device)
+
+
+@pytest.mark.gpu
+def test_the_gpu_multiplies_bf16_exactly(backend):
+    assert interpreter_fixes.bf16_dot_is_exact(backend.device)
+
+
+def test_round_to_tf32_modes():
+    import numpy as np
+
+    x = np.array([1 + 2**-11, 1 + 2**-11 + 2**-12, 1 + 2**-10 + 2**-11, np.inf, np.nan], dtype=np.float32)
+    assert list(interpreter_fixes.round_to_tf32(x, "rz")[:3]) == [1, 1, 1 + 2**-10]
+    assert list(interpreter_fixes.round_to_tf32(x, "rna")[:3]) == [1 + 2**-10, 1 + 2**-10, 1 + 2**-9]
+    assert list(interpreter_fixes.round_to_tf32(x, "rne")[:3]) == [1, 1 + 2**-10, 1 + 2**-9]
+    assert np.isinf(interpreter_fixes.round_to_tf32(x)[3]) and np.isnan(interpreter_fixes.round_to_tf32(x)[4])

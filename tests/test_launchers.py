@@ -1,0 +1,104 @@
+"""Every launcher refuses bad input with an error naming what was wrong and what is expected, and
+writes nothing when it refuses; empty dimensions are valid."""
+
+import re
+
+import pytest
+import torch
+
+import kernels
+from properties import check
+from properties.cases import GemmCase
+from reference.formats import name_of
+
+VARIANTS = [pytest.param(v, id=v.name) for v in kernels.variants()]
+
+
+def _operands(variant, device, m=4, n=6, k=5):
+    dtype = next(iter(variant.dtypes))
+    out = variant.dtypes[dtype][0]
+    make = (lambda *s: torch.randint(-2, 3, s).to(dtype).to(device))
+    return make(m, k), make(k, n), torch.zeros(m, n, dtype=out, device=device)
+
+
+def _refused(variant, a, b, c, error, pattern):
+    before = c.clone() if isinstance(c, torch.Tensor) else None
+    with pytest.raises(error, match=pattern):
+        variant.launch(a, b, c)
+    if before is not None and before.device.type != "meta":
+        assert torch.equal(before, c), "a refused launch wrote into C"
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_refuses_wrong_ranks(variant, backend):
+    a, b, c = _operands(variant, backend.device)
+    _refused(variant, a[None], b, c, ValueError, r"A must be 2-D \(M x K\), got 3-D with shape \(1, 4, 5\)")
+    _refused(variant, a, b[0], c, ValueError, r"B must be 2-D \(K x N\), got 1-D")
+    _refused(variant, a, b, c[0], ValueError, r"C must be 2-D \(M x N\), got 1-D")
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_refuses_mismatched_shapes(variant, backend):
+    a, b, c = _operands(variant, backend.device)
+    _refused(variant, a, b[:4], c, ValueError, r"B has 4 rows but A has 5 columns \(K\)")
+    _refused(variant, a, b, c[:3], ValueError, re.escape("C has shape (3, 6); expected (M, N) = (4, 6)"))
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_refuses_wrong_types_and_dtypes(variant, backend):
+    a, b, c = _operands(variant, backend.device)
+    _refused(variant, a.tolist(), b, c, TypeError, "A must be a torch.Tensor, got list")
+    _refused(variant, a, b, None, TypeError, "C must be a torch.Tensor, got NoneType")
+    _refused(variant, a.double(), b.double(), c, TypeError, f"A has dtype float64; variant '{variant.name}' takes")
+    other = next((d for d in variant.dtypes if d != a.dtype), torch.float64)
+    _refused(variant, a, b.to(other), c, TypeError, "B has dtype .* but A has .*: A and B must share one dtype")
+    _refused(variant, a, b, c.to(torch.int16), TypeError, r"C has dtype int16; for .* inputs variant .* writes")
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_refuses_tensors_on_different_devices(variant, backend):
+    a, b, c = _operands(variant, backend.device)
+    _refused(variant, a, b.to("meta"), c, ValueError, r"A, B and C must be on one device; got A on .*, B on meta")
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_refuses_an_output_that_aliases_an_input_or_itself(variant, backend):
+    a, b, _ = _operands(variant, backend.device, m=6, n=5, k=6)
+    out_dtype = variant.dtypes[a.dtype][0]
+    if out_dtype == a.dtype:
+        _refused(variant, a, b, a[:, :5], ValueError, "C overlaps A in memory")
+        _refused(variant, a, b, b[:6], ValueError, "C overlaps B in memory")
+    row = torch.zeros(1, 5, dtype=out_dtype, device=backend.device)
+    _refused(variant, a, b, row.expand(6, 5), ValueError, r"C has strides \(0, 1\) so two of its elements share memory")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_refuses_cpu_tensors_on_the_cuda_backend(variant, backend):
+    a, b, c = _operands(variant, "cpu")
+    _refused(variant, a, b, c, ValueError, "on cpu but the kernels are compiled for CUDA")
+
+
+def test_matmul_allocates_the_output_and_names_unknown_variants(backend):
+    a = torch.ones(3, 4, dtype=torch.float16, device=backend.device)
+    b = torch.ones(4, 2, dtype=torch.float16, device=backend.device)
+    c = kernels.matmul(a, b)
+    assert c.shape == (3, 2) and c.dtype == torch.float16 and torch.all(c == 4)
+    out = torch.empty(3, 2, dtype=torch.float16, device=backend.device)
+    assert kernels.matmul(a, b, out=out) is out and torch.all(out == 4)
+    with pytest.raises(KeyError, match="no variant named 'nope'; registered variants: .*tiled"):
+        kernels.matmul(a, b, variant="nope")
+    with pytest.raises(TypeError, match="A has dtype float64"):
+        kernels.matmul(a.double(), b.double())
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("m,n,k", [(0, 5, 7), (5, 0, 7), (5, 7, 0), (0, 0, 0), (1, 1, 0)])
+def test_empty_dimensions_are_valid(variant, backend, m, n, k):
+    """K = 0 gives zeros (every element written); M or N = 0 writes nothing at all."""
+    if not variant.runs_on(backend.name):
+        pytest.skip(f"{variant.name} needs a CUDA GPU; the backend is {backend.name}")
+    dtype = next(iter(variant.dtypes))
+    name, out = name_of(dtype), name_of(variant.dtypes[dtype][0])
+    observed = check.check(variant, GemmCase(m, n, k, name, out), backend)
+    assert observed.exact

@@ -1,0 +1,98 @@
+"""The references agree with each other, and the bound is sound for correct arithmetic and has teeth
+against wrong arithmetic."""
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from properties.cases import GemmCase, materialize
+from reference import bounds, numpy_ref, torch_ref
+from reference.formats import by_name
+
+DTYPES = ["fp16", "bf16", "fp32"]
+
+
+def cases(dtype, profiles=("ones", "small_ints", "normal")):
+    return st.builds(GemmCase, M=st.integers(1, 24), N=st.integers(1, 24), K=st.integers(1, 96),
+                     dtype=st.just(dtype), out_dtype=st.just(dtype), profile=st.sampled_from(profiles),
+                     seed=st.integers(0, 1000))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@given(data=st.data())
+def test_numpy_and_torch_float64_agree(dtype, data):
+    ops = materialize(data.draw(cases(dtype)))
+    product = numpy_ref.product(ops.a.view, ops.b.view)
+    t64 = torch_ref.float64_cpu(ops.a.view, ops.b.view).numpy()
+    if product.integer_inputs:
+        np.testing.assert_array_equal(product.value, t64)
+    else:
+        # both are float64 sums in some order: each within gamma_K(2**-53) |A||B| of exact
+        slack = 2 * bounds.gamma(ops.case.K, bounds.U64) * product.magnitude
+        assert np.all(np.abs(product.value - t64) <= slack)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@given(data=st.data())
+def test_torch_peer_on_the_device_is_within_the_bound(dtype, data, backend):
+    case = data.draw(cases(dtype))
+    ops = materialize(case, backend.device)
+    peer = torch_ref.on_device(ops.a.view, ops.b.view, ops.c.view.dtype)
+    product = numpy_ref.product(ops.a.view, ops.b.view)
+    arith, out = bounds.arithmetic(dtype), by_name(dtype)
+    bound = bounds.elementwise(product, case.K, arith, out)
+    err = np.abs(numpy_ref.to_float64(peer) - product.value)
+    assert np.all(err <= bound), f"torch.matmul exceeds the bound by {np.max(err / bound):.3g}x on {case.describe()}"
+
+
+def _sequential_sum(a: np.ndarray, b: np.ndarray, acc=np.float32) -> np.ndarray:
+    """Left-to-right accumulation in `acc`, the worst order for error growth."""
+    out = np.zeros((a.shape[0], b.shape[1]), dtype=acc)
+    for k in range(a.shape[1]):
+        out = (out + (a[:, k:k + 1].astype(acc) * b[k:k + 1, :].astype(acc))).astype(acc)
+    return out
+
+
+@given(m=st.integers(1, 8), n=st.integers(1, 8), k=st.integers(1, 512), seed=st.integers(0, 100))
+def test_bound_holds_for_fp32_sequential_accumulation(m, n, k, seed):
+    ops = materialize(GemmCase(M=m, N=n, K=k, dtype="fp32", out_dtype="fp32", profile="normal", seed=seed))
+    a, b = numpy_ref.to_float64(ops.a.view), numpy_ref.to_float64(ops.b.view)
+    product = numpy_ref.product(ops.a.view, ops.b.view)
+    bound = bounds.elementwise(product, k, bounds.arithmetic("fp32"), by_name("fp32"))
+    assert np.all(np.abs(_sequential_sum(a, b).astype(np.float64) - product.value) <= bound)
+
+
+def test_bound_has_teeth_tf32_arithmetic_breaks_the_ieee_bound():
+    ops = materialize(GemmCase(M=16, N=16, K=64, dtype="fp32", out_dtype="fp32", profile="normal", seed=1))
+    a, b = numpy_ref.to_float64(ops.a.view), numpy_ref.to_float64(ops.b.view)
+    from properties.interpreter_fixes import round_to_tf32
+
+    tf32 = round_to_tf32(a.astype(np.float32)).astype(np.float64) @ round_to_tf32(b.astype(np.float32)).astype(np.float64)
+    product = numpy_ref.product(ops.a.view, ops.b.view)
+    ieee = bounds.elementwise(product, 64, bounds.arithmetic("fp32", "ieee"), by_name("fp32"))
+    tf32_bound = bounds.elementwise(product, 64, bounds.arithmetic("fp32", "tf32"), by_name("fp32"))
+    assert np.any(np.abs(tf32 - product.value) > ieee)
+    assert np.all(np.abs(tf32 - product.value) <= tf32_bound)
+
+
+def test_bound_has_teeth_an_fp16_accumulator_breaks_the_fp32_accumulator_bound():
+    ops = materialize(GemmCase(M=8, N=8, K=512, dtype="fp16", out_dtype="fp32", profile="normal", seed=2))
+    a, b = numpy_ref.to_float64(ops.a.view), numpy_ref.to_float64(ops.b.view)
+    product = numpy_ref.product(ops.a.view, ops.b.view)
+    bound = bounds.elementwise(product, 512, bounds.arithmetic("fp16"), by_name("fp32"))
+    fp16_acc = _sequential_sum(a, b, acc=np.float16).astype(np.float64)
+    assert np.any(np.abs(fp16_acc - product.value) > bound)
+
+
+def test_exactness_is_claimed_only_where_fp32_accumulation_is_exact():
+    arith = bounds.arithmetic("fp16")
+    small = numpy_ref.Product(np.array([[2.0**24]]), np.array([[2.0**24]]), True, 2.0**11)
+    big = numpy_ref.Product(np.array([[2.0**24 + 2]]), np.array([[2.0**24 + 2]]), True, 2.0**11)
+    fractional = numpy_ref.Product(np.array([[0.5]]), np.array([[0.5]]), False, 0.5)
+    assert bounds.exact_expected(small, arith)
+    assert not bounds.exact_expected(big, arith)
+    assert not bounds.exact_expected(fractional, arith)
+    tf32 = bounds.arithmetic("fp32", "tf32")
+    assert not bounds.exact_expected(numpy_ref.Product(np.array([[4097.0]]), np.array([[4097.0]]), True, 4097.0), tf32)

@@ -1,0 +1,37 @@
+"""The strategies shrink to plain cases and aim at each variant's block boundaries."""
+
+from hypothesis import find, given, settings
+from hypothesis import strategies as st
+
+import kernels
+from properties import strategies
+from properties.cases import ROW
+
+
+def test_boundaries_surround_every_block_size():
+    assert strategies.boundary_values({16, 32}, 72) == [1, 15, 16, 17, 31, 32, 33, 65]
+    assert strategies.boundary_values({128}, 100) == [1]
+
+
+def test_the_simplest_case_is_one_by_one_by_one_ones_row_major():
+    tiled = kernels.get("tiled")
+    simplest = find(strategies.gemm_cases(tiled, "fp16", device_type="cpu", max_dim=72), lambda case: True,
+                    settings=settings(database=None))
+    assert (simplest.M, simplest.N, simplest.K) == (1, 1, 1)
+    assert (simplest.a, simplest.b, simplest.c) == (ROW, ROW, ROW)
+    assert (simplest.profile, simplest.seed, simplest.out_dtype) == ("ones", 0, "fp16")
+
+
+def test_a_failure_that_needs_a_ragged_k_shrinks_to_the_smallest_such_k():
+    tiled = kernels.get("tiled")
+    found = find(strategies.gemm_cases(tiled, "fp16", device_type="cpu", max_dim=72),
+                 lambda case: case.K > 16 and case.K % 16 != 0, settings=settings(database=None, max_examples=2000))
+    assert (found.M, found.N, found.K) == (1, 1, 17)
+
+
+@given(st.data())
+def test_cases_stay_within_the_backend_limit(data):
+    tiled = kernels.get("tiled")
+    case = data.draw(strategies.gemm_cases(tiled, "bf16", device_type="cpu", max_dim=40))
+    assert 1 <= min(case.M, case.N, case.K) and max(case.M, case.N, case.K) <= 40
+    assert case.dtype == "bf16" and case.out_dtype == "bf16"
