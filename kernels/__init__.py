@@ -15,7 +15,7 @@ from kernels import mode, operands
 
 mode.configure()  # before any @triton.jit below is evaluated
 
-from kernels.registry import Requirements, Variant, get, register, variants  # noqa: E402
+from kernels.registry import Requirements, Variant, get, register, variants
 
 # Modules here that are not variants.
 _INFRASTRUCTURE = {"mode", "registry", "operands", "bench", "mutants"}

@@ -95,7 +95,7 @@ class GemmCase:
         return json.dumps(asdict(self), sort_keys=True)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "GemmCase":
+    def from_dict(cls, data: dict) -> GemmCase:
         data = dict(data)
         for name in ("a", "b", "c"):
             if name in data:
@@ -103,7 +103,7 @@ class GemmCase:
         return cls(**data)
 
     @classmethod
-    def from_json(cls, text: str) -> "GemmCase":
+    def from_json(cls, text: str) -> GemmCase:
         return cls.from_dict(json.loads(text))
 
     def describe(self) -> str:
@@ -112,7 +112,7 @@ class GemmCase:
             f"B:{self.b.describe()} C:{self.c.describe()} {self.profile} seed={self.seed}"
         )
 
-    def replace(self, **changes) -> "GemmCase":
+    def replace(self, **changes) -> GemmCase:
         return replace(self, **changes)
 
 
@@ -192,7 +192,8 @@ def _guarded(name: str, shape: tuple[int, int], layout: Layout, fmt: Format, fil
         else:
             # signed views: index_put exists for them; the pattern's bits are what matter
             as_int = {1: torch.int8, 2: torch.int16, 4: torch.int32}[buffer.element_size()]
-            signed = c_fill - (1 << 8 * buffer.element_size()) if c_fill >= 1 << (8 * buffer.element_size() - 1) else c_fill
+            bits = 8 * buffer.element_size()
+            signed = c_fill - (1 << bits) if c_fill >= 1 << (bits - 1) else c_fill
             buffer.view(as_int)[torch.from_numpy(index.ravel())] = signed
     buffer = buffer.to(device)
     view = torch.as_strided(buffer, shape, (s0, s1), start)

@@ -60,7 +60,7 @@ def _cast_probe(x_ptr, y_ptr, N: tl.constexpr):
 @triton.jit
 def _loop_probe(x_ptr, K, BK: tl.constexpr):
     total = tl.zeros((BK,), dtype=tl.float32)
-    for k in range(0, K, BK):
+    for _ in range(0, K, BK):
         total += 1.0
     tl.store(x_ptr + tl.arange(0, BK), total)
 

@@ -102,7 +102,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     for item in items:
         if item.get_closest_marker("gpu") and backend.name != "cuda":
-            item.add_marker(pytest.mark.skip(reason=f"needs a CUDA GPU (compiled kernels); the backend is {backend.name}"))
+            reason = f"needs a CUDA GPU (compiled kernels); the backend is {backend.name}"
+            item.add_marker(pytest.mark.skip(reason=reason))
         if item.get_closest_marker("interpreter") and backend.name != "interpreter":
             item.add_marker(pytest.mark.skip(reason=f"needs Triton's interpreter; the backend is {backend.name}"))
 

@@ -40,7 +40,8 @@ class Format:
 
 def _float(name: str, dtype: torch.dtype, p: int) -> Format:
     fi = torch.finfo(dtype)
-    return Format(name, dtype, p, True, float(fi.max), float(fi.smallest_normal), float(fi.smallest_normal) * 2.0 ** (1 - p))
+    tiny = float(fi.smallest_normal)
+    return Format(name, dtype, p, True, float(fi.max), tiny, tiny * 2.0 ** (1 - p))
 
 
 def _int(name: str, dtype: torch.dtype) -> Format:

@@ -2,8 +2,9 @@
 strategies draw, C is within the sound bound of the float64 reference (bit-exact where the
 arithmetic is exact), every element is written, nothing outside C changes and the inputs stay intact."""
 
-from hypothesis import given, target as climb
+from hypothesis import given
 from hypothesis import strategies as st
+from hypothesis import target as climb
 
 from properties import check, strategies
 

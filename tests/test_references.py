@@ -3,7 +3,6 @@ against wrong arithmetic."""
 
 import numpy as np
 import pytest
-import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -69,7 +68,8 @@ def test_bound_has_teeth_tf32_arithmetic_breaks_the_ieee_bound():
     a, b = numpy_ref.to_float64(ops.a.view), numpy_ref.to_float64(ops.b.view)
     from properties.interpreter_fixes import round_to_tf32
 
-    tf32 = round_to_tf32(a.astype(np.float32)).astype(np.float64) @ round_to_tf32(b.astype(np.float32)).astype(np.float64)
+    a32, b32 = round_to_tf32(a.astype(np.float32)), round_to_tf32(b.astype(np.float32))
+    tf32 = a32.astype(np.float64) @ b32.astype(np.float64)
     product = numpy_ref.product(ops.a.view, ops.b.view)
     ieee = bounds.elementwise(product, 64, bounds.arithmetic("fp32", "ieee"), by_name("fp32"))
     tf32_bound = bounds.elementwise(product, 64, bounds.arithmetic("fp32", "tf32"), by_name("fp32"))
