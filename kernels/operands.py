@@ -147,9 +147,15 @@ def _check_requirements(variant: Variant, name: str, t: torch.Tensor) -> None:
         return
     if name.lower() in req.row_major_only and t.shape[1] > 1 and t.stride(1) != 1:
         raise ValueError(f"{name} has strides {t.stride()}; variant {variant.name!r} needs {name} row-major (stride 1 along columns)")
-    if req.unit_inner_stride and t.shape[1] > 1 and t.stride(1) != 1:
+    if req.positive_strides and 0 in t.stride():
         raise ValueError(
-            f"{name} has strides {t.stride()}; variant {variant.name!r} needs its last dimension contiguous (stride 1)"
+            f"{name} has strides {t.stride()}; variant {variant.name!r} needs every stride positive (no broadcast "
+            "operands: it tells the compiler strides are > 0)"
+        )
+    if req.contiguous_dim and 1 not in t.stride():
+        raise ValueError(
+            f"{name} has strides {t.stride()}; variant {variant.name!r} needs one dimension of stride 1 "
+            "(a row- or column-major operand)"
         )
     if req.stride_alignment:
         align = req.stride_alignment
@@ -158,12 +164,13 @@ def _check_requirements(variant: Variant, name: str, t: torch.Tensor) -> None:
                 f"{name}'s data pointer {t.data_ptr():#x} is not {align}-byte aligned, which variant "
                 f"{variant.name!r} needs (storage offset {t.storage_offset()} elements)"
             )
-        for dim, stride in enumerate(t.stride()):
-            if stride != 1 and (stride * t.element_size()) % align:
-                raise ValueError(
-                    f"{name}'s stride {stride} along dimension {dim} is {stride * t.element_size()} bytes; variant "
-                    f"{variant.name!r} needs strides that are multiples of {align} bytes"
-                )
+        dim = 0 if t.stride(1) == 1 else 1  # the leading (non-contiguous) dimension
+        leading = t.stride(dim)
+        if (leading * t.element_size()) % align:
+            raise ValueError(
+                f"{name}'s leading stride {leading} (dimension {dim}) is {leading * t.element_size()} bytes; variant "
+                f"{variant.name!r} needs it to be a multiple of {align} bytes (pad the leading dimension)"
+            )
     if req.max_offset is not None and span(t)[1] > req.max_offset:
         raise ValueError(
             f"{name} reaches element offset {span(t)[1]}, past {req.max_offset}, the largest offset variant "

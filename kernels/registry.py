@@ -25,10 +25,11 @@ class Requirements:
 
     cuda: bool = False  # only runs compiled (no interpreter path)
     min_capability: tuple[int, int] | None = None  # e.g. (9, 0) for Hopper-only features
-    unit_inner_stride: bool = False  # every operand's last dimension contiguous (stride 1)
-    stride_alignment: int | None = None  # bytes: base pointer and non-unit strides must be multiples
+    stride_alignment: int | None = None  # bytes: base pointer and leading stride must be multiples
     max_offset: int | None = None  # largest element offset any operand may reach (int32 index math)
     row_major_only: tuple[str, ...] = ()  # operands ("a", "b", "c") that must be row-major
+    positive_strides: bool = False  # no zero strides (the kernel tells the compiler strides > 0)
+    contiguous_dim: bool = False  # each operand has one dimension of stride 1 (tensor descriptors)
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,18 @@ def register(variant: Variant) -> Variant:
         raise ValueError(f"variant {variant.name!r} is registered twice")
     _REGISTRY[variant.name] = variant
     return variant
+
+
+FP32_ONLY = {torch.float32: (torch.float32,)}
+
+
+def register_precisions(name: str, make_launch: Callable[[str, str], Callable], dtypes, **facts) -> None:
+    """Register `name` promising ieee fp32 and `name_tf32`, the same kernel computing fp32 in tf32.
+
+    `make_launch(variant_name, precision)` builds the launcher for one of them."""
+    register(Variant(name=name, launch=make_launch(name, "ieee"), dtypes=dtypes, precision="ieee", **facts))
+    tf32 = f"{name}_tf32"
+    register(Variant(name=tf32, launch=make_launch(tf32, "tf32"), dtypes=FP32_ONLY, precision="tf32", **facts))
 
 
 def variants() -> list[Variant]:

@@ -7,7 +7,7 @@ import triton
 import triton.language as tl
 
 from kernels import operands, registry
-from kernels.registry import SAME_DTYPE, Requirements, Variant, register
+from kernels.registry import SAME_DTYPE, Requirements, register_precisions
 
 
 @triton.jit
@@ -49,10 +49,10 @@ def tiled_kernel(
 
 
 # (BM, BN, BK, num_warps, num_stages). The interpreter runs programs one after another, so its
-# tiles are small and asymmetric (a swapped M/N shows); on the GPU, seed 002's 128 x 128 x 64.
+# tiles are small and asymmetric (a swapped M/N shows); on the GPU, 128 x 256 x 64 (fp32: 128 x 128 x 32).
 CPU_CONFIG = (16, 32, 16, 1, 1)
 GPU_CONFIG = {torch.float32: (128, 128, 32, 8, 3)}
-GPU_DEFAULT = (128, 128, 64, 8, 3)
+GPU_DEFAULT = (128, 256, 64, 8, 3)
 
 
 def config(a: torch.Tensor) -> tuple[int, int, int, int, int]:
@@ -78,15 +78,12 @@ def make_launch(name: str, precision: str):
     return launch
 
 
-register(
-    Variant(
-        name="tiled",
-        launch=make_launch("tiled", "ieee"),
-        dtypes=SAME_DTYPE,
-        precision="ieee",
-        blocks={"cpu": (CPU_CONFIG[:3],), "cuda": (GPU_DEFAULT[:3], GPU_CONFIG[torch.float32][:3])},
-        origin="seed 002: the canonical tiled matmul (five sections, masks on three axes)",
-        requirements=Requirements(max_offset=2**31 - 1),
-        description="2-D grid, one tile of C per program",
-    )
+register_precisions(
+    "tiled",
+    make_launch,
+    SAME_DTYPE,
+    blocks={"cpu": (CPU_CONFIG[:3],), "cuda": (GPU_DEFAULT[:3], GPU_CONFIG[torch.float32][:3])},
+    origin="seed 002: the canonical tiled matmul (five sections, masks on three axes)",
+    requirements=Requirements(max_offset=2**31 - 1),
+    description="2-D grid, one tile of C per program",
 )

@@ -3,6 +3,15 @@
 Every choice is ordered simplest first, because Hypothesis shrinks integers toward their lower
 bound, `sampled_from` toward its first element and `one_of` toward its first branch: a failure
 shrinks to the plainest case that still fails.
+
+  dims     any size 1..max, or a size where masks live: 1, b-1, b, b+1, 2b-1, 2b+1 for every block
+           size b, sizes below one block, primes, and multiples of 16 (Triton compiles integer
+           arguments separately when they are 1, divisible by 16, or neither)
+  layouts  each operand independently: row- or column-major, then optionally a padded leading
+           dimension (sometimes to a multiple of 16), an inner stride of 2, a storage offset that
+           misaligns the data pointer, or (A and B only) a zero stride; every combination is
+           reachable and each feature shrinks away on its own
+  values   profiles in shrink order, then a seed
 """
 
 from __future__ import annotations
@@ -11,29 +20,54 @@ from hypothesis import strategies as st
 
 from kernels.registry import Variant
 from properties import profiles
-from properties.cases import COL, ROW, GemmCase, Layout
+from properties.cases import GemmCase, Layout
 from reference.formats import by_name, name_of
+
+PRIMES = (2, 3, 5, 7, 11, 13, 31, 37, 61, 67, 127, 131, 251, 257, 509, 521)
 
 
 def boundary_values(blocks: set[int], max_dim: int) -> list[int]:
-    """Sizes where masks live: 1, and b-1, b, b+1, 2b+1 around every block size b."""
+    """Sizes where masks live: 1, and b-1, b, b+1, 2b-1, 2b+1 and b/2 around every block size b."""
     values = {1}
     for b in blocks:
-        values.update({b - 1, b, b + 1, 2 * b + 1})
+        values.update({b - 1, b, b + 1, 2 * b - 1, 2 * b + 1, b // 2})
     return sorted(v for v in values if 1 <= v <= max_dim)
 
 
 def dims(blocks: set[int], max_dim: int) -> st.SearchStrategy[int]:
-    """Any size from 1 to max_dim, with extra weight on the block boundaries."""
-    return st.one_of(st.integers(1, max_dim), st.sampled_from(boundary_values(blocks, max_dim)))
+    """Any size from 1 to max_dim, or one aimed at the block boundaries, a prime or a multiple of 16."""
+    aimed = sorted(set(boundary_values(blocks, max_dim)) | {p for p in PRIMES if p <= max_dim}
+                   | set(range(16, max_dim + 1, 16)))
+    return st.one_of(st.integers(1, max_dim), st.sampled_from(aimed))
 
 
-def layouts(variant: Variant, operand: str) -> st.SearchStrategy[Layout]:
-    """Row-major first, then column-major (unless the variant needs this operand row-major)."""
+def _optional(strategy: st.SearchStrategy[int], none=0) -> st.SearchStrategy[int]:
+    """`none` first (the feature absent), else a drawn value: shrinks to the feature's absence."""
+    return st.one_of(st.just(none), strategy)
+
+
+@st.composite
+def layouts(draw, variant: Variant, operand: str, rows: int, cols: int, dtype: str) -> Layout:
+    """A layout for one operand (rows x cols) that `variant` accepts."""
     req = variant.requirements
-    if operand == "c" or operand in req.row_major_only or req.unit_inner_stride:
-        return st.just(ROW)
-    return st.sampled_from([ROW, COL])
+    itemsize = by_name(dtype).dtype.itemsize
+    if operand in req.row_major_only:
+        return Layout()
+    order = draw(st.sampled_from(["row", "col"]))
+    lead_base = max(cols, 1) if order == "row" else max(rows, 1)
+    if req.stride_alignment:
+        # tensor descriptors: unit inner stride, leading stride and base padded to the alignment
+        unit = max(1, req.stride_alignment // itemsize)
+        pad = (-lead_base) % unit + unit * draw(_optional(st.integers(1, 2)))
+        return Layout(order, pad=pad, offset=unit * draw(_optional(st.integers(1, 2))))
+    to_16 = (-lead_base) % 16 or 16  # padding that makes the leading stride a multiple of 16
+    pad = draw(_optional(st.one_of(st.just(to_16), st.integers(1, 17))))
+    step = 1 if req.contiguous_dim else draw(_optional(st.just(2), none=1))
+    offset = draw(_optional(st.integers(1, 9)))
+    broadcast = ""
+    if operand != "c" and not req.positive_strides and not req.contiguous_dim:
+        broadcast = draw(_optional(st.sampled_from(["rows", "cols"]), none=""))
+    return Layout(order, pad=pad, step=step, offset=offset, broadcast=broadcast)
 
 
 def output_dtypes(variant: Variant, dtype: str) -> st.SearchStrategy[str]:
@@ -43,21 +77,30 @@ def output_dtypes(variant: Variant, dtype: str) -> st.SearchStrategy[str]:
 
 @st.composite
 def gemm_cases(draw, variant: Variant, dtype: str, *, device_type: str, max_dim: int,
-               value_profiles: tuple[str, ...] = profiles.PROFILES) -> GemmCase:
-    """GemmCases `variant` accepts, for input dtype `dtype` on a backend with tensors on `device_type`."""
+               value_profiles: tuple[str, ...] = profiles.PROFILES, plain_layouts: bool = False) -> GemmCase:
+    """GemmCases `variant` accepts, for input dtype `dtype` on a backend with tensors on `device_type`.
+    `plain_layouts` keeps every operand row- or column-major, without padding, steps or offsets."""
     shapes = variant.block_shapes(device_type)
     m = draw(dims({s[0] for s in shapes}, max_dim))
     n = draw(dims({s[1] for s in shapes}, max_dim))
     k = draw(dims({s[2] for s in shapes}, max_dim))
+    out = draw(output_dtypes(variant, dtype))
+
+    def layout(operand, rows, cols, operand_dtype):
+        chosen = draw(layouts(variant, operand, rows, cols, operand_dtype))
+        if plain_layouts and not variant.requirements.stride_alignment:
+            return Layout(chosen.order)
+        return chosen
+
     return GemmCase(
         M=m,
         N=n,
         K=k,
         dtype=dtype,
-        out_dtype=draw(output_dtypes(variant, dtype)),
-        a=draw(layouts(variant, "a")),
-        b=draw(layouts(variant, "b")),
-        c=draw(layouts(variant, "c")),
+        out_dtype=out,
+        a=layout("a", m, k, dtype),
+        b=layout("b", k, n, dtype),
+        c=layout("c", m, n, out),
         profile=draw(st.sampled_from(value_profiles)),
         seed=draw(st.integers(0, 2**16)),
     )

@@ -1,0 +1,114 @@
+"""A GEMM through tensor descriptors (tl.make_tensor_descriptor; TMA on Hopper): tiles are loaded and
+stored as whole blocks, the descriptor's shape does the bounds checking (loads past it read zeros,
+stores past it are dropped), so the kernel has no masks at all.
+
+Tensor descriptors have rules, declared as this variant's requirements and refused by its launcher:
+each operand needs one dimension of stride 1 (a row- or column-major operand; column-major ones are
+described transposed and transposed back after the load), the other stride a multiple of 16 bytes,
+and a 16-byte aligned base. Grouped tile order as in `grouped`."""
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels import operands, registry
+from kernels.registry import SAME_DTYPE, Requirements, register_precisions
+
+
+@triton.jit
+def _describe(ptr, rows, cols, stride, COL_MAJOR: tl.constexpr, B_ROWS: tl.constexpr, B_COLS: tl.constexpr):
+    """A descriptor over a rows x cols operand; a column-major one is described as its transpose."""
+    if COL_MAJOR:
+        return tl.make_tensor_descriptor(ptr, shape=[cols, rows], strides=[stride, 1], block_shape=[B_COLS, B_ROWS])
+    else:
+        return tl.make_tensor_descriptor(ptr, shape=[rows, cols], strides=[stride, 1], block_shape=[B_ROWS, B_COLS])
+
+
+@triton.jit
+def descriptor_kernel(
+    a_ptr, b_ptr, c_ptr,
+    M, N, K,
+    stride_a, stride_b, stride_c,  # each operand's non-unit stride
+    A_COL: tl.constexpr, B_COL: tl.constexpr, C_COL: tl.constexpr,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, PRECISION: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BM)
+    num_pid_n = tl.cdiv(N, BN)
+    num_pid_in_group = GROUP_M * num_pid_n
+    first_pid_m = (pid // num_pid_in_group) * GROUP_M
+    group_size_m = tl.minimum(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+    off_m = pid_m * BM
+    off_n = pid_n * BN
+
+    a_desc = _describe(a_ptr, M, K, stride_a, A_COL, BM, BK)
+    b_desc = _describe(b_ptr, K, N, stride_b, B_COL, BK, BN)
+    c_desc = _describe(c_ptr, M, N, stride_c, C_COL, BM, BN)
+
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        off_k = k * BK
+        if A_COL:
+            a = a_desc.load([off_k, off_m]).T
+        else:
+            a = a_desc.load([off_m, off_k])
+        if B_COL:
+            b = b_desc.load([off_n, off_k]).T
+        else:
+            b = b_desc.load([off_k, off_n])
+        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+    out = acc.to(c_ptr.dtype.element_ty)
+    if C_COL:
+        c_desc.store([off_n, off_m], out.T)
+    else:
+        c_desc.store([off_m, off_n], out)
+
+
+# (BM, BN, BK, GROUP_M, num_warps, num_stages)
+CPU_CONFIG = (16, 32, 16, 2, 1, 1)
+GPU_CONFIG = {torch.float32: (128, 128, 32, 8, 8, 3)}
+GPU_DEFAULT = (128, 256, 64, 8, 8, 3)
+
+
+def _allocate_scratch(size: int, alignment: int, stream):
+    return torch.empty(size, dtype=torch.int8, device="cuda")
+
+
+def _orientation(t: torch.Tensor) -> tuple[bool, int]:
+    """(column-major?, the non-unit stride) of an operand the launcher has validated."""
+    if t.stride(1) == 1:
+        return False, t.stride(0)
+    return True, t.stride(1)
+
+
+def make_launch(name: str, precision: str):
+    def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
+        M, N, K = operands.check(registry.get(name), a, b, c)
+        if M == 0 or N == 0:
+            return
+        if a.device.type == "cpu":
+            bm, bn, bk, group, warps, stages = CPU_CONFIG
+        else:
+            bm, bn, bk, group, warps, stages = GPU_CONFIG.get(a.dtype, GPU_DEFAULT)
+            triton.set_allocator(_allocate_scratch)  # in-kernel descriptors need global scratch memory
+        (a_col, sa), (b_col, sb), (c_col, sc) = _orientation(a), _orientation(b), _orientation(c)
+        descriptor_kernel[(triton.cdiv(M, bm) * triton.cdiv(N, bn),)](
+            a, b, c, M, N, K, sa, sb, sc,
+            A_COL=a_col, B_COL=b_col, C_COL=c_col,
+            BM=bm, BN=bn, BK=bk, GROUP_M=group, PRECISION=precision, num_warps=warps, num_stages=stages,
+        )
+
+    return launch
+
+
+register_precisions(
+    "descriptor",
+    make_launch,
+    SAME_DTYPE,
+    blocks={"cpu": (CPU_CONFIG[:3],), "cuda": (GPU_DEFAULT[:3], GPU_CONFIG[torch.float32][:3])},
+    origin="Triton tutorial 09's TMA path: tl.make_tensor_descriptor loads and stores, no masks",
+    requirements=Requirements(max_offset=2**31 - 1, stride_alignment=16, contiguous_dim=True),
+    description="tensor descriptors (TMA on Hopper), row- or column-major operands",
+)

@@ -1,0 +1,131 @@
+"""Stream-K (as in CUTLASS and tritonbench): a persistent grid that splits the K-iterations of all
+tiles evenly among its programs, so the last wave is never a fraction of the machine. A program's
+share can start or end in the middle of a tile; such a tile is finished by a fix-up step:
+
+  a program whose share ends inside a tile (before its last K-iteration) writes its partial sum
+  to its workspace slot, then raises its flag;
+  the program that owns a tile's last K-iteration waits for the flags of every earlier program that
+  touched the tile, adds their partials to its own, and stores the tile.
+
+The finisher always has the highest program id among a tile's contributors, so the waits only ever
+point at lower ids: the interpreter, which runs programs one after another in id order, never
+waits, and on the GPU all programs of the persistent grid are resident at once. Arbitrary strides.
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels import operands, registry
+from kernels.registry import SAME_DTYPE, Requirements, register_precisions
+
+
+@triton.jit
+def _partial_tile(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                  pid_m, pid_n, k_first, k_last,
+                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, PRECISION: tl.constexpr):
+    """The sum over K-iterations [k_first, k_last) of one tile, in fp32."""
+    offs_m = pid_m * BM + tl.arange(0, BM)
+    offs_n = pid_n * BN + tl.arange(0, BN)
+    offs_k = k_first * BK + tl.arange(0, BK)
+    a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
+    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for ki in range(k_first, k_last):
+        k_left = K - ki * BK
+        a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (tl.arange(0, BK)[None, :] < k_left), other=0.0)
+        b = tl.load(b_ptrs, mask=(tl.arange(0, BK)[:, None] < k_left) & (offs_n[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+        a_ptrs += BK * stride_ak
+        b_ptrs += BK * stride_bk
+    return acc
+
+
+@triton.jit
+def stream_k_kernel(
+    a_ptr, b_ptr, c_ptr, partials_ptr, flags_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    iters_per_tile, iters_per_program,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, PRECISION: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    num_pid_n = tl.cdiv(N, BN)
+    total = tl.cdiv(M, BM) * num_pid_n * iters_per_tile
+    it = pid * iters_per_program
+    end = tl.minimum(it + iters_per_program, total)
+    tile_m = tl.arange(0, BM)
+    tile_n = tl.arange(0, BN)
+    while it < end:
+        tile = it // iters_per_tile
+        k_first = it % iters_per_tile
+        k_last = tl.minimum(iters_per_tile, k_first + end - it)
+        pid_m = tile // num_pid_n
+        pid_n = tile % num_pid_n
+        acc = _partial_tile(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                            pid_m, pid_n, k_first, k_last, BM, BN, BK, PRECISION)
+        if k_last < iters_per_tile:
+            # my share ends inside this tile: publish the partial sum for its finisher
+            slot = partials_ptr + pid * BM * BN + tile_m[:, None] * BN + tile_n[None, :]
+            tl.store(slot, acc)
+            tl.debug_barrier()  # every thread's partial is written before the flag goes up
+            tl.atomic_xchg(flags_ptr + pid, 1, sem="release")
+        else:
+            # I own the tile's last iteration: add the partials of the earlier programs that touched it
+            first_owner = (tile * iters_per_tile) // iters_per_program
+            for owner in range(first_owner, pid):
+                while tl.atomic_add(flags_ptr + owner, 0, sem="acquire") == 0:
+                    pass
+                slot = partials_ptr + owner * BM * BN + tile_m[:, None] * BN + tile_n[None, :]
+                acc += tl.load(slot, cache_modifier=".cg")
+            offs_m = pid_m * BM + tile_m
+            offs_n = pid_n * BN + tile_n
+            tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn, acc.to(c_ptr.dtype.element_ty),
+                     mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+        it += k_last - k_first
+
+
+# (BM, BN, BK, num_warps, num_stages); the interpreter uses 3 programs so shares split tiles
+CPU_CONFIG = (16, 16, 16, 1, 1)
+CPU_PROGRAMS = 3
+GPU_CONFIG = {torch.float32: (128, 128, 32, 8, 3)}
+GPU_DEFAULT = (128, 128, 64, 8, 3)
+
+
+def programs(device: torch.device) -> int:
+    if device.type == "cpu":
+        return CPU_PROGRAMS
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def make_launch(name: str, precision: str):
+    def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
+        M, N, K = operands.check(registry.get(name), a, b, c)
+        if M == 0 or N == 0:
+            return
+        bm, bn, bk, warps, stages = CPU_CONFIG if a.device.type == "cpu" else GPU_CONFIG.get(a.dtype, GPU_DEFAULT)
+        iters_per_tile = max(1, triton.cdiv(K, bk))  # K = 0 still needs one (all-masked) pass to write zeros
+        total = triton.cdiv(M, bm) * triton.cdiv(N, bn) * iters_per_tile
+        grid = min(programs(a.device), total)
+        iters_per_program = triton.cdiv(total, grid)
+        partials = torch.empty((grid, bm, bn), dtype=torch.float32, device=a.device)
+        flags = torch.zeros((grid,), dtype=torch.int32, device=a.device)
+        stream_k_kernel[(grid,)](
+            a, b, c, partials, flags, M, N, K,
+            a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+            iters_per_tile, iters_per_program,
+            BM=bm, BN=bn, BK=bk, PRECISION=precision, num_warps=warps, num_stages=stages,
+        )
+
+    return launch
+
+
+register_precisions(
+    "stream_k",
+    make_launch,
+    SAME_DTYPE,
+    blocks={"cpu": (CPU_CONFIG[:3],), "cuda": (GPU_DEFAULT[:3], GPU_CONFIG[torch.float32][:3])},
+    origin="Stream-K (CUTLASS, tritonbench): K-iterations of all tiles split evenly over a persistent grid",
+    requirements=Requirements(max_offset=2**31 - 1),
+    description="persistent grid, even split of K-iterations, partial tiles fixed up through a workspace",
+)

@@ -1,0 +1,86 @@
+"""The sm8x GEMM of seed 001: a 2-D grid remapped with tl.swizzle2d into groups for L2 reuse, with
+tl.assume telling the compiler that program ids and strides are positive (so this variant declares
+it takes no zero strides). Arbitrary positive strides for A, B and C."""
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels import operands, registry
+from kernels.registry import SAME_DTYPE, Requirements, register_precisions
+
+
+@triton.jit
+def swizzle2d_kernel(
+    a_ptr, b_ptr, c_ptr,
+    m, n, k,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    block_m: tl.constexpr, block_n: tl.constexpr, block_k: tl.constexpr, group_m: tl.constexpr,
+    PRECISION: tl.constexpr,
+):
+    pid_m = tl.program_id(axis=0)
+    pid_n = tl.program_id(axis=1)
+    num_pid_m = tl.cdiv(m, block_m)
+    num_pid_n = tl.cdiv(n, block_n)
+    pid_m, pid_n = tl.swizzle2d(pid_m, pid_n, num_pid_m, num_pid_n, group_m)
+    # facts for the compiler (seed 001); the launcher refuses zero strides so these hold
+    tl.assume(pid_m >= 0)
+    tl.assume(pid_n >= 0)
+    tl.assume(stride_am > 0)
+    tl.assume(stride_ak > 0)
+    tl.assume(stride_bn > 0)
+    tl.assume(stride_bk > 0)
+    tl.assume(stride_cm > 0)
+    tl.assume(stride_cn > 0)
+    offs_am = pid_m * block_m + tl.arange(0, block_m)
+    offs_bn = pid_n * block_n + tl.arange(0, block_n)
+    offs_k = tl.arange(0, block_k)
+    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+    accumulator = tl.zeros((block_m, block_n), dtype=tl.float32)
+    for k_loop in range(0, tl.cdiv(k, block_k)):
+        k_remaining = k - k_loop * block_k
+        a = tl.load(a_ptrs, mask=(offs_am[:, None] < m) & (offs_k[None, :] < k_remaining), other=0.0)
+        b = tl.load(b_ptrs, mask=(offs_k[:, None] < k_remaining) & (offs_bn[None, :] < n), other=0.0)
+        accumulator = tl.dot(a, b, accumulator, input_precision=PRECISION)
+        a_ptrs += block_k * stride_ak
+        b_ptrs += block_k * stride_bk
+    c = accumulator.to(c_ptr.dtype.element_ty)
+    offs_cm = pid_m * block_m + tl.arange(0, block_m)
+    offs_cn = pid_n * block_n + tl.arange(0, block_n)
+    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+    c_mask = (offs_cm[:, None] < m) & (offs_cn[None, :] < n)
+    tl.store(c_ptrs, c, mask=c_mask)
+
+
+# (block_m, block_n, block_k, group_m, num_warps, num_stages): seed 001's first configuration on the GPU
+CPU_CONFIG = (16, 32, 16, 2, 1, 1)
+GPU_CONFIG = {torch.float32: (128, 128, 32, 8, 8, 3)}
+GPU_DEFAULT = (128, 256, 64, 8, 8, 3)
+
+
+def make_launch(name: str, precision: str):
+    def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
+        M, N, K = operands.check(registry.get(name), a, b, c)
+        if M == 0 or N == 0:
+            return
+        bm, bn, bk, group, warps, stages = CPU_CONFIG if a.device.type == "cpu" else GPU_CONFIG.get(a.dtype, GPU_DEFAULT)
+        swizzle2d_kernel[(triton.cdiv(M, bm), triton.cdiv(N, bn))](
+            a, b, c, M, N, K,
+            a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+            block_m=bm, block_n=bn, block_k=bk, group_m=group, PRECISION=precision,
+            num_warps=warps, num_stages=stages,
+        )
+
+    return launch
+
+
+register_precisions(
+    "swizzle2d",
+    make_launch,
+    SAME_DTYPE,
+    blocks={"cpu": (CPU_CONFIG[:3],), "cuda": (GPU_DEFAULT[:3], GPU_CONFIG[torch.float32][:3])},
+    origin="seed 001: sm8x GEMM with tl.swizzle2d and tl.assume, all layouts",
+    requirements=Requirements(max_offset=2**31 - 1, positive_strides=True),
+    description="2-D grid remapped by tl.swizzle2d",
+)
