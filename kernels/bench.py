@@ -1,0 +1,121 @@
+"""Benchmark every compiled variant against torch.matmul (cuBLAS) on a CUDA GPU.
+
+    python -m kernels.bench [--dtype fp16 --dtype bf16] [--out bench-out]
+
+For each shape and dtype: TFLOP/s of each variant and of torch.matmul, the median of repeated runs
+with warm-up excluded (triton.testing.do_bench), and each variant's ratio to torch.matmul measured
+in the same run. Each variant's result is also compared with torch's before it is timed. Writes a
+Markdown table (bench.md) and a bar chart (bench.png) to --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import platform
+from pathlib import Path
+
+import torch
+
+SHAPES = {  # name: (M, N, K)
+    "seed 004 (8192x6144x4096)": (8192, 6144, 4096),
+    "square 4096^3": (4096, 4096, 4096),
+    "decode M=16": (16, 8192, 8192),
+    "large K": (2048, 2048, 32768),
+}
+DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+def tflops(m: int, n: int, k: int, ms: float) -> float:
+    return 2.0 * m * n * k / (ms * 1e-3) / 1e12
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kernels.bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dtype", action="append", choices=sorted(DTYPES), help="default: fp16 and bf16")
+    parser.add_argument("--variant", action="append", help="variant names (default: every compiled variant)")
+    parser.add_argument("--shape", action="append", choices=sorted(SHAPES), help="default: all")
+    parser.add_argument("--out", type=Path, default=Path("bench-out"))
+    args = parser.parse_args(argv)
+    if not torch.cuda.is_available():
+        parser.error("the benchmark needs a CUDA GPU (torch sees none)")
+
+    import triton
+    import triton.testing
+
+    import kernels
+
+    dtypes = args.dtype or ["fp16", "bf16"]
+    shapes = args.shape or list(SHAPES)
+    chosen = [v for v in kernels.variants() if v.precision == "ieee" and (not args.variant or v.name in args.variant)]
+    args.out.mkdir(parents=True, exist_ok=True)
+    device = torch.device("cuda")
+    rows = []  # (shape, dtype, name, tflops, ratio, max relative error)
+    for shape in shapes:
+        m, n, k = SHAPES[shape]
+        for dname in dtypes:
+            dtype = DTYPES[dname]
+            g = torch.Generator(device=device).manual_seed(0)
+            a = torch.randn(m, k, device=device, dtype=dtype, generator=g)
+            b = torch.randn(k, n, device=device, dtype=dtype, generator=g)
+            reference = torch.matmul(a, b)
+            torch_ms = triton.testing.do_bench(lambda: torch.matmul(a, b), warmup=25, rep=200, return_mode="median")
+            torch_tf = tflops(m, n, k, torch_ms)
+            rows.append((shape, dname, "torch.matmul", torch_tf, 1.0, 0.0))
+            print(f"{shape:28} {dname} {'torch.matmul':14} {torch_tf:7.1f} TFLOP/s", flush=True)
+            for v in chosen:
+                if dtype not in v.dtypes:
+                    continue
+                c = torch.empty(m, n, device=device, dtype=dtype)
+                v.launch(a, b, c)  # compiles (and autotunes) outside the timing
+                scale = reference.float().abs().max().clamp_min(1e-30)
+                err = float((c.float() - reference.float()).abs().max() / scale)
+                ms = triton.testing.do_bench(lambda v=v, c=c: v.launch(a, b, c), warmup=25, rep=200,
+                                             return_mode="median")
+                tf = tflops(m, n, k, ms)
+                rows.append((shape, dname, v.name, tf, tf / torch_tf, err))
+                print(f"{shape:28} {dname} {v.name:14} {tf:7.1f} TFLOP/s  {tf / torch_tf:5.2f}x torch  "
+                      f"max rel err {err:.1e}", flush=True)
+            del a, b, reference
+            torch.cuda.empty_cache()
+
+    header = (f"{torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}, "
+              f"python {platform.python_version()}, {datetime.date.today().isoformat()}")
+    lines = [f"Measured on {header}. TFLOP/s = 2MNK / median time (triton.testing.do_bench, warm-up excluded); "
+             "ratio = variant / torch.matmul in the same run.", "",
+             "| shape | dtype | kernel | TFLOP/s | x torch.matmul | max rel. error vs torch |", "|---|---|---|---|---|---|"]
+    for shape, dname, name, tf, ratio, err in rows:
+        lines.append(f"| {shape} | {dname} | {name} | {tf:.1f} | {ratio:.2f} | {err:.1e} |")
+    (args.out / "bench.md").write_text("\n".join(lines) + "\n")
+    _plot(rows, shapes, dtypes, args.out / "bench.png", header)
+    print("\n".join(lines))
+    return 0
+
+
+def _plot(rows, shapes, dtypes, path: Path, title: str) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: no chart")
+        return
+    names = list(dict.fromkeys(r[2] for r in rows))
+    groups = [(s, d) for s in shapes for d in dtypes]
+    fig, ax = plt.subplots(figsize=(max(8, 1.6 * len(groups)), 5))
+    width = 0.8 / len(names)
+    for i, name in enumerate(names):
+        values = [next((r[3] for r in rows if r[0] == s and r[1] == d and r[2] == name), 0.0) for s, d in groups]
+        ax.bar([g + i * width for g in range(len(groups))], values, width, label=name)
+    ax.set_xticks([g + 0.4 - width / 2 for g in range(len(groups))])
+    ax.set_xticklabels([f"{s}\n{d}" for s, d in groups], fontsize=7)
+    ax.set_ylabel("TFLOP/s")
+    ax.set_title(title, fontsize=8)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
