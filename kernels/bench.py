@@ -30,6 +30,35 @@ def tflops(m: int, n: int, k: int, ms: float) -> float:
     return 2.0 * m * n * k / (ms * 1e-3) / 1e12
 
 
+def measure(shape: str, dname: str, chosen, device) -> list[tuple]:
+    """Time torch.matmul and every chosen variant on one shape and dtype."""
+    import triton.testing
+
+    m, n, k = SHAPES[shape]
+    dtype = DTYPES[dname]
+    g = torch.Generator(device=device).manual_seed(0)
+    a = torch.randn(m, k, device=device, dtype=dtype, generator=g)
+    b = torch.randn(k, n, device=device, dtype=dtype, generator=g)
+    reference = torch.matmul(a, b)
+    scale = reference.float().abs().max().clamp_min(1e-30)
+    torch_ms = triton.testing.do_bench(lambda: torch.matmul(a, b), warmup=25, rep=200, return_mode="median")
+    torch_tf = tflops(m, n, k, torch_ms)
+    rows = [(shape, dname, "torch.matmul", torch_tf, 1.0, 0.0)]
+    print(f"{shape:28} {dname} {'torch.matmul':14} {torch_tf:7.1f} TFLOP/s", flush=True)
+    for v in chosen:
+        if dtype not in v.dtypes:
+            continue
+        c = torch.empty(m, n, device=device, dtype=dtype)
+        v.launch(a, b, c)  # compiles (and autotunes) outside the timing
+        err = float((c.float() - reference.float()).abs().max() / scale)
+        ms = triton.testing.do_bench(lambda v=v, c=c: v.launch(a, b, c), warmup=25, rep=200, return_mode="median")
+        tf = tflops(m, n, k, ms)
+        rows.append((shape, dname, v.name, tf, tf / torch_tf, err))
+        print(f"{shape:28} {dname} {v.name:14} {tf:7.1f} TFLOP/s  {tf / torch_tf:5.2f}x torch  max rel err {err:.1e}",
+              flush=True)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kernels.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--dtype", action="append", choices=sorted(DTYPES), help="default: fp16 and bf16")
@@ -41,7 +70,6 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("the benchmark needs a CUDA GPU (torch sees none)")
 
     import triton
-    import triton.testing
 
     import kernels
 
@@ -52,31 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device("cuda")
     rows = []  # (shape, dtype, name, tflops, ratio, max relative error)
     for shape in shapes:
-        m, n, k = SHAPES[shape]
         for dname in dtypes:
-            dtype = DTYPES[dname]
-            g = torch.Generator(device=device).manual_seed(0)
-            a = torch.randn(m, k, device=device, dtype=dtype, generator=g)
-            b = torch.randn(k, n, device=device, dtype=dtype, generator=g)
-            reference = torch.matmul(a, b)
-            torch_ms = triton.testing.do_bench(lambda: torch.matmul(a, b), warmup=25, rep=200, return_mode="median")
-            torch_tf = tflops(m, n, k, torch_ms)
-            rows.append((shape, dname, "torch.matmul", torch_tf, 1.0, 0.0))
-            print(f"{shape:28} {dname} {'torch.matmul':14} {torch_tf:7.1f} TFLOP/s", flush=True)
-            for v in chosen:
-                if dtype not in v.dtypes:
-                    continue
-                c = torch.empty(m, n, device=device, dtype=dtype)
-                v.launch(a, b, c)  # compiles (and autotunes) outside the timing
-                scale = reference.float().abs().max().clamp_min(1e-30)
-                err = float((c.float() - reference.float()).abs().max() / scale)
-                ms = triton.testing.do_bench(lambda v=v, c=c: v.launch(a, b, c), warmup=25, rep=200,
-                                             return_mode="median")
-                tf = tflops(m, n, k, ms)
-                rows.append((shape, dname, v.name, tf, tf / torch_tf, err))
-                print(f"{shape:28} {dname} {v.name:14} {tf:7.1f} TFLOP/s  {tf / torch_tf:5.2f}x torch  "
-                      f"max rel err {err:.1e}", flush=True)
-            del a, b, reference
+            rows += measure(shape, dname, chosen, device)
             torch.cuda.empty_cache()
 
     header = (f"{torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}, "
