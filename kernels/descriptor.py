@@ -1,6 +1,12 @@
 """A GEMM through tensor descriptors (tl.make_tensor_descriptor; TMA on Hopper): tiles are loaded and
 stored as whole blocks, the descriptor's shape does the bounds checking (loads past it read zeros,
-stores past it are dropped), so the kernel has no masks at all.
+stores past it are dropped), so the kernel needs no masks.
+
+Except on one edge: a TMA store clips at 16-byte granularity, so when C's inner extent is not a
+multiple of 16 bytes it also overwrites the memory after each row up to the next 16-byte boundary
+(triton-lang/triton#11583; this suite's canaries caught it on an H100 with a 1x1x1 fp16 case).
+The launcher therefore stores C through the descriptor only when its inner extent is 16-byte
+aligned, and otherwise with a masked tl.store.
 
 Tensor descriptors have rules, declared as this variant's requirements and refused by its launcher:
 each operand needs one dimension of stride 1 (a row- or column-major operand; column-major ones are
@@ -28,8 +34,9 @@ def _describe(ptr, rows, cols, stride, COL_MAJOR: tl.constexpr, B_ROWS: tl.const
 def descriptor_kernel(
     a_ptr, b_ptr, c_ptr,
     M, N, K,
-    stride_a, stride_b, stride_c,  # each operand's non-unit stride
-    A_COL: tl.constexpr, B_COL: tl.constexpr, C_COL: tl.constexpr,
+    stride_a, stride_b,  # the non-unit stride of A and of B
+    stride_cm, stride_cn,
+    A_COL: tl.constexpr, B_COL: tl.constexpr, C_COL: tl.constexpr, C_TMA: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, PRECISION: tl.constexpr,
 ):
     pid = tl.program_id(0)
@@ -45,7 +52,6 @@ def descriptor_kernel(
 
     a_desc = _describe(a_ptr, M, K, stride_a, A_COL, BM, BK)
     b_desc = _describe(b_ptr, K, N, stride_b, B_COL, BK, BN)
-    c_desc = _describe(c_ptr, M, N, stride_c, C_COL, BM, BN)
 
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k in range(0, tl.cdiv(K, BK)):
@@ -60,10 +66,17 @@ def descriptor_kernel(
             b = b_desc.load([off_k, off_n])
         acc = tl.dot(a, b, acc, input_precision=PRECISION)
     out = acc.to(c_ptr.dtype.element_ty)
-    if C_COL:
-        c_desc.store([off_n, off_m], out.T)
-    else:
-        c_desc.store([off_m, off_n], out)
+    if C_TMA:
+        c_desc = _describe(c_ptr, M, N, stride_cn if C_COL else stride_cm, C_COL, BM, BN)
+        if C_COL:
+            c_desc.store([off_n, off_m], out.T)
+        else:
+            c_desc.store([off_m, off_n], out)
+    else:  # a TMA store would overwrite up to 16 bytes past C's rows (triton-lang/triton#11583)
+        offs_m = off_m + tl.arange(0, BM)
+        offs_n = off_n + tl.arange(0, BN)
+        tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn, out,
+                 mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
 # (BM, BN, BK, GROUP_M, num_warps, num_stages)
@@ -93,10 +106,11 @@ def make_launch(name: str, precision: str):
         else:
             bm, bn, bk, group, warps, stages = GPU_CONFIG.get(a.dtype, GPU_DEFAULT)
             triton.set_allocator(_allocate_scratch)  # in-kernel descriptors need global scratch memory
-        (a_col, sa), (b_col, sb), (c_col, sc) = _orientation(a), _orientation(b), _orientation(c)
+        (a_col, sa), (b_col, sb), (c_col, _) = _orientation(a), _orientation(b), _orientation(c)
+        inner = M if c_col else N
         descriptor_kernel[(triton.cdiv(M, bm) * triton.cdiv(N, bn),)](
-            a, b, c, M, N, K, sa, sb, sc,
-            A_COL=a_col, B_COL=b_col, C_COL=c_col,
+            a, b, c, M, N, K, sa, sb, c.stride(0), c.stride(1),
+            A_COL=a_col, B_COL=b_col, C_COL=c_col, C_TMA=(inner * c.element_size()) % 16 == 0,
             BM=bm, BN=bn, BK=bk, GROUP_M=group, PRECISION=precision, num_warps=warps, num_stages=stages,
         )
 
@@ -110,5 +124,5 @@ register_precisions(
     blocks={"cpu": (CPU_CONFIG[:3],), "cuda": (GPU_DEFAULT[:3], GPU_CONFIG[torch.float32][:3])},
     origin="Triton tutorial 09's TMA path: tl.make_tensor_descriptor loads and stores, no masks",
     requirements=Requirements(max_offset=2**31 - 1, stride_alignment=16, contiguous_dim=True),
-    description="tensor descriptors (TMA on Hopper), row- or column-major operands",
+    description="tensor descriptors (TMA on Hopper), row- or column-major operands; masked C store on ragged rows",
 )

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import torch
 
 from kernels.registry import Variant
-from properties import backends, oracles
+from properties import backends, oracles, sanitizer
 from properties.cases import GemmCase, Operands, materialize, unwritten_bits
 from reference import bounds, numpy_ref
 from reference.formats import by_name
@@ -26,9 +26,13 @@ class Observation:
     seconds: float
 
 
-def launch(variant: Variant, ops: Operands) -> None:
-    variant.launch(ops.a.view, ops.b.view, ops.c.view)
-    if ops.c.view.is_cuda:
+def launch(variant: Variant, ops: Operands, backend: backends.Backend) -> None:
+    """Run the variant; in the interpreter every memory access is bounds-checked before it happens."""
+    if backend.interpreted:
+        with sanitizer.bounds_checked():
+            variant.launch(ops.a.view, ops.b.view, ops.c.view)
+    else:
+        variant.launch(ops.a.view, ops.b.view, ops.c.view)
         torch.cuda.synchronize()
 
 
@@ -55,9 +59,10 @@ def check(variant: Variant, case: GemmCase, backend: backends.Backend | None = N
     backend = backend or backends.current()
     start = time.perf_counter()
     ops = materialize(case, backend.device)
-    launch(variant, ops)
     try:
+        launch(variant, ops, backend)
         exact, ratio = judge(variant, ops)
-    except oracles.GemmMismatch as e:
-        raise oracles.GemmMismatch(f"variant {variant.name!r} on {case.describe()}:\n{e}") from None
+    except (oracles.GemmMismatch, sanitizer.OutOfBoundsAccess) as e:
+        e.args = (f"variant {variant.name!r} on {case.describe()}:\n{e.args[0]}",) + e.args[1:]
+        raise
     return Observation(variant.name, case, exact, ratio, time.perf_counter() - start)
