@@ -7,9 +7,13 @@ share can start or end in the middle of a tile; such a tile is finished by a fix
   the program that owns a tile's last K-iteration waits for the flags of every earlier program that
   touched the tile, adds their partials to its own, and stores the tile.
 
-The finisher always has the highest program id among a tile's contributors, so the waits only ever
-point at lower ids: the interpreter, which runs programs one after another in id order, never
-waits, and on the GPU all programs of the persistent grid are resident at once. Arbitrary strides.
+Each program walks its share backwards, from its last iteration to its first, so the partial it
+publishes is computed first and the tile it finishes (which waits on its left neighbour's partial)
+last: waits are short instead of chaining every program behind the one before it (walking forwards
+made the whole grid run one program at a time: 0.02x torch.matmul on an H100). The finisher always
+has the highest program id among a tile's contributors, so waits only point at lower ids: the
+interpreter, which runs programs in id order, never waits, and on the GPU all programs of the
+persistent grid are resident at once. Arbitrary strides.
 """
 
 import torch
@@ -52,14 +56,15 @@ def stream_k_kernel(
     pid = tl.program_id(0)
     num_pid_n = tl.cdiv(N, BN)
     total = tl.cdiv(M, BM) * num_pid_n * iters_per_tile
-    it = pid * iters_per_program
-    end = tl.minimum(it + iters_per_program, total)
+    start = pid * iters_per_program
+    it_end = tl.minimum(start + iters_per_program, total)
     tile_m = tl.arange(0, BM)
     tile_n = tl.arange(0, BN)
-    while it < end:
-        tile = it // iters_per_tile
-        k_first = it % iters_per_tile
-        k_last = tl.minimum(iters_per_tile, k_first + end - it)
+    while it_end > start:  # backwards over my share, one tile segment at a time
+        tile = (it_end - 1) // iters_per_tile
+        tile_first = tile * iters_per_tile
+        k_first = tl.maximum(start, tile_first) - tile_first
+        k_last = it_end - tile_first
         pid_m = tile // num_pid_n
         pid_n = tile % num_pid_n
         acc = _partial_tile(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
@@ -72,7 +77,7 @@ def stream_k_kernel(
             tl.atomic_xchg(flags_ptr + pid, 1, sem="release")
         else:
             # I own the tile's last iteration: add the partials of the earlier programs that touched it
-            first_owner = (tile * iters_per_tile) // iters_per_program
+            first_owner = tile_first // iters_per_program
             for owner in range(first_owner, pid):
                 while tl.atomic_add(flags_ptr + owner, 0, sem="acquire") == 0:
                     pass
@@ -82,7 +87,7 @@ def stream_k_kernel(
             offs_n = pid_n * BN + tile_n
             tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn, acc.to(c_ptr.dtype.element_ty),
                      mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
-        it += k_last - k_first
+        it_end = tile_first + k_first
 
 
 # (BM, BN, BK, num_warps, num_stages); the interpreter uses 3 programs so shares split tiles
