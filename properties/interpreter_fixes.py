@@ -8,6 +8,10 @@ faithful emulation exists, fixed for this process. `apply()` returns what it app
                  the way the H100 does (TF32_ROUNDING below, checked on the GPU by tests/test_backends).
   bf16 cast      fp32 -> bf16 conversions (`.to(tl.bfloat16)`) truncate, where the GPU rounds to nearest
                  even (cvt.rn.bf16.f32): they are rounded to nearest even. No upstream issue found.
+  undefined      a masked tl.load without `other` leaves masked-off lanes undefined on the GPU (their
+                 registers keep whatever they held; triton-lang/triton#737), but the interpreter fills
+                 them with zeros, which hides the bug: they are filled with poison instead (NaN for
+                 floats, the minimum for integers), so a kernel that uses them fails visibly.
   loop bounds    Triton 3.6's interpreter calls int() on 1-element arrays, which NumPy >= 2.4 refuses
                  ('only 0-dimensional arrays can be converted'): `range(0, K, BK)` loops fail.
 
@@ -168,6 +172,44 @@ def _patch_bf16_cast() -> None:
     _interp.InterpreterBuilder.cast_impl = cast_impl
 
 
+def _poison(dtype: np.dtype):
+    if np.issubdtype(dtype, np.floating):
+        return np.nan
+    if dtype == np.uint16:  # bf16 bits: a quiet NaN
+        return 0x7FC0
+    if dtype == np.uint8:  # fp8 bits: NaN in e4m3fn (0x7F); in e5m2 0x7F is NaN too
+        return 0x7F
+    if dtype == np.bool_:
+        return True
+    return np.iinfo(dtype).min
+
+
+def _patch_undefined_lanes() -> None:
+    original = _interp.InterpreterBuilder.create_masked_load
+
+    def create_masked_load(self, ptrs, mask, other, *args, **kwargs):
+        if other is None:
+            dtype_np = _interp._get_np_dtype(ptrs.get_element_ty())
+            other = _interp.TensorHandle(np.full(np.shape(ptrs.data), _poison(dtype_np), dtype=dtype_np),
+                                         ptrs.get_element_ty())
+        return original(self, ptrs, mask, other, *args, **kwargs)
+
+    _interp.InterpreterBuilder.create_masked_load = create_masked_load
+
+
+@triton.jit
+def _undefined_probe(x_ptr, y_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < 1))
+
+
+def masked_off_lanes_are_poisoned() -> bool:
+    x = torch.ones(4)
+    y = torch.zeros(4)
+    _undefined_probe[(1,)](x, y, N=4)
+    return bool(y[0] == 1 and torch.isnan(y[1:]).all())
+
+
 def _patch_index() -> None:
     original = _interp._patch_lang_tensor
 
@@ -197,6 +239,12 @@ def apply() -> list[str]:
         if not bf16_cast_rounds_to_nearest_even():
             raise RuntimeError("fp32 -> bf16 casts still do not round to nearest even after the fix")
         applied.append("bf16 cast: fp32 -> bf16 rounded to nearest even, as cvt.rn.bf16.f32 does (it truncated)")
+    if not masked_off_lanes_are_poisoned():
+        _patch_undefined_lanes()
+        if not masked_off_lanes_are_poisoned():
+            raise RuntimeError("masked-off lanes of loads without `other` are still not poisoned after the fix")
+        applied.append("masked loads without `other`: masked-off lanes read NaN, not 0 (undefined on the GPU, "
+                       "triton-lang/triton#737)")
     bf16_broken = not bf16_dot_is_exact()
     tf32_missing = tf32_dot_rounds() != TF32_ROUNDING
     if bf16_broken or tf32_missing:

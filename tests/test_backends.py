@@ -39,6 +39,7 @@ def test_interpreter_probes_pass_after_the_fixes(backend):
     assert interpreter_fixes.bf16_cast_rounds_to_nearest_even()
     assert interpreter_fixes.tf32_dot_rounds() == interpreter_fixes.TF32_ROUNDING
     assert interpreter_fixes.loop_bounds_work()
+    assert interpreter_fixes.masked_off_lanes_are_poisoned()
     assert any("#11584" in e for e in backend.emulations) or interpreter_fixes.bf16_dot_is_exact()
 
 
