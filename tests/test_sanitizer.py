@@ -78,8 +78,10 @@ def split_k_atomic(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
     offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
     offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
     rk = tl.program_id(2) * BK + tl.arange(0, BK)
-    a = tl.load(a_ptr + offs_m[:, None] * sam + rk[None, :] * sak, mask=(offs_m[:, None] < M) & (rk[None, :] < K))
-    b = tl.load(b_ptr + rk[:, None] * sbk + offs_n[None, :] * sbn, mask=(rk[:, None] < K) & (offs_n[None, :] < N))
+    a = tl.load(a_ptr + offs_m[:, None] * sam + rk[None, :] * sak, mask=(offs_m[:, None] < M) & (rk[None, :] < K),
+                other=0.0)
+    b = tl.load(b_ptr + rk[:, None] * sbk + offs_n[None, :] * sbn, mask=(rk[:, None] < K) & (offs_n[None, :] < N),
+                other=0.0)
     mask = offs_m[:, None] < M
     if MASK_N:
         mask = mask & (offs_n[None, :] < N)
