@@ -18,7 +18,7 @@ mode.configure()  # before any @triton.jit below is evaluated
 from kernels.registry import Requirements, Variant, get, register, variants
 
 # Modules here that are not variants.
-_INFRASTRUCTURE = {"mode", "registry", "operands", "bench", "mutants"}
+_INFRASTRUCTURE = {"mode", "registry", "operands", "dtypes", "bench", "mutants"}
 
 for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
     if _module not in _INFRASTRUCTURE and not _module.startswith("_"):

@@ -10,8 +10,9 @@ import triton
 import triton.language as tl
 import triton.testing
 
-from kernels import mode, operands, registry
-from kernels.registry import SAME_DTYPE, Requirements, register_precisions
+from kernels import dtypes, mode, operands, registry
+from kernels.dtypes import ALL_DTYPES
+from kernels.registry import Requirements, register_precisions
 
 SEED_002 = [  # (BM, BN, BK, warps, stages)
     (128, 64, 64, 4, 4), (128, 128, 32, 4, 3), (128, 128, 64, 8, 3), (64, 256, 32, 8, 4), (256, 128, 32, 8, 3),
@@ -77,7 +78,7 @@ def autotuned_kernel(
     a_ptr, b_ptr, c_ptr,
     M, N, K,
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-    PRECISION: tl.constexpr,
+    PRECISION: tl.constexpr, ACC: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
 ):
     pid_m = tl.program_id(0)
@@ -85,7 +86,7 @@ def autotuned_kernel(
     offs_m = pid_m * BM + tl.arange(0, BM)
     offs_n = pid_n * BN + tl.arange(0, BN)
     offs_k = tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    acc = tl.zeros((BM, BN), dtype=ACC)
     for k in range(0, K, BK):
         a = tl.load(a_ptr + offs_m[:, None] * stride_am + (k + offs_k)[None, :] * stride_ak,
                     mask=(offs_m[:, None] < M) & ((k + offs_k)[None, :] < K), other=0.0)
@@ -105,7 +106,7 @@ def make_launch(name: str, precision: str):
         autotuned_kernel[grid](
             a, b, c, M, N, K,
             a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-            PRECISION=precision,
+            PRECISION=precision, ACC=dtypes.accumulator(a.dtype),
         )
 
     return launch
@@ -114,7 +115,7 @@ def make_launch(name: str, precision: str):
 register_precisions(
     "autotuned",
     make_launch,
-    SAME_DTYPE,
+    ALL_DTYPES,
     blocks={"cpu": tuple(c[:3] for c in CPU_CONFIGS), "cuda": tuple(dict.fromkeys(c[:3] for c in SEED_002 + SEED_001))},
     origin="seeds 002 and 001: @triton.autotune over their configurations, keyed on M, N, K",
     requirements=Requirements(max_offset=2**31 - 1),

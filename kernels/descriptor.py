@@ -17,8 +17,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import operands, registry
-from kernels.registry import SAME_DTYPE, Requirements, register_precisions
+from kernels import dtypes, operands, registry
+from kernels.dtypes import ALL_DTYPES
+from kernels.registry import Requirements, register_precisions
 
 
 @triton.jit
@@ -38,6 +39,7 @@ def descriptor_kernel(
     stride_cm, stride_cn,
     A_COL: tl.constexpr, B_COL: tl.constexpr, C_COL: tl.constexpr, C_TMA: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, PRECISION: tl.constexpr,
+    ACC: tl.constexpr,
 ):
     pid = tl.program_id(0)
     num_pid_m = tl.cdiv(M, BM)
@@ -53,7 +55,7 @@ def descriptor_kernel(
     a_desc = _describe(a_ptr, M, K, stride_a, A_COL, BM, BK)
     b_desc = _describe(b_ptr, K, N, stride_b, B_COL, BK, BN)
 
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    acc = tl.zeros((BM, BN), dtype=ACC)
     for k in range(0, tl.cdiv(K, BK)):
         off_k = k * BK
         if A_COL:
@@ -111,7 +113,8 @@ def make_launch(name: str, precision: str):
         descriptor_kernel[(triton.cdiv(M, bm) * triton.cdiv(N, bn),)](
             a, b, c, M, N, K, sa, sb, c.stride(0), c.stride(1),
             A_COL=a_col, B_COL=b_col, C_COL=c_col, C_TMA=(inner * c.element_size()) % 16 == 0,
-            BM=bm, BN=bn, BK=bk, GROUP_M=group, PRECISION=precision, num_warps=warps, num_stages=stages,
+            BM=bm, BN=bn, BK=bk, GROUP_M=group, PRECISION=precision, ACC=dtypes.accumulator(a.dtype),
+            num_warps=warps, num_stages=stages,
         )
 
     return launch
@@ -120,7 +123,7 @@ def make_launch(name: str, precision: str):
 register_precisions(
     "descriptor",
     make_launch,
-    SAME_DTYPE,
+    ALL_DTYPES,
     blocks={"cpu": (CPU_CONFIG[:3],), "cuda": (GPU_DEFAULT[:3], GPU_CONFIG[torch.float32][:3])},
     origin="Triton tutorial 09's TMA path: tl.make_tensor_descriptor loads and stores, no masks",
     requirements=Requirements(max_offset=2**31 - 1, stride_alignment=16, contiguous_dim=True),

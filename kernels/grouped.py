@@ -7,8 +7,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import operands, registry
-from kernels.registry import SAME_DTYPE, Requirements, register_precisions
+from kernels import dtypes, operands, registry
+from kernels.dtypes import ALL_DTYPES
+from kernels.registry import Requirements, register_precisions
 
 
 @triton.jit
@@ -17,7 +18,7 @@ def grouped_kernel(
     M, N, K,
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
-    PRECISION: tl.constexpr,
+    PRECISION: tl.constexpr, ACC: tl.constexpr,
 ):
     # 1. which tile: groups of GROUP_M tile rows, column-major inside a group
     pid = tl.program_id(0)
@@ -36,7 +37,7 @@ def grouped_kernel(
     a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
     b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
     # 3-4. accumulate over K, advancing the pointers one strip at a time
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    acc = tl.zeros((BM, BN), dtype=ACC)
     for k in range(0, tl.cdiv(K, BK)):
         k_left = K - k * BK
         a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (offs_k[None, :] < k_left), other=0.0)
@@ -66,7 +67,8 @@ def make_launch(name: str, precision: str):
         grouped_kernel[grid](
             a, b, c, M, N, K,
             a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-            BM=bm, BN=bn, BK=bk, GROUP_M=group, PRECISION=precision, num_warps=warps, num_stages=stages,
+            BM=bm, BN=bn, BK=bk, GROUP_M=group, PRECISION=precision, ACC=dtypes.accumulator(a.dtype),
+            num_warps=warps, num_stages=stages,
         )
 
     return launch
@@ -75,7 +77,7 @@ def make_launch(name: str, precision: str):
 register_precisions(
     "grouped",
     make_launch,
-    SAME_DTYPE,
+    ALL_DTYPES,
     blocks={"cpu": (CPU_CONFIG[:3],), "cuda": (GPU_DEFAULT[:3], GPU_CONFIG[torch.float32][:3])},
     origin="seeds 000 and 004: 1-D grid with GROUP_SIZE_M re-ordering for L2 reuse (Triton tutorial 03)",
     requirements=Requirements(max_offset=2**31 - 1),

@@ -7,8 +7,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import operands, registry
-from kernels.registry import SAME_DTYPE, Requirements, register_precisions
+from kernels import dtypes, operands, registry
+from kernels.dtypes import ALL_DTYPES
+from kernels.registry import Requirements, register_precisions
 
 
 @triton.jit
@@ -17,7 +18,7 @@ def modulo_wrap_kernel(
     M, N, K,
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
-    PRECISION: tl.constexpr,
+    PRECISION: tl.constexpr, ACC: tl.constexpr,
 ):
     pid = tl.program_id(axis=0)
     num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
@@ -29,11 +30,11 @@ def modulo_wrap_kernel(
     offs_k = tl.arange(0, BLOCK_SIZE_K)
     a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
     b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
-    accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+    accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=ACC)
     for k in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
         a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_SIZE_K, other=0.0)
         b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_SIZE_K, other=0.0)
-        accumulator += tl.dot(a, b, input_precision=PRECISION)
+        accumulator += tl.dot(a, b, input_precision=PRECISION, out_dtype=ACC)
         a_ptrs += BLOCK_SIZE_K * stride_ak
         b_ptrs += BLOCK_SIZE_K * stride_bk
     offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
@@ -57,7 +58,7 @@ def make_launch(name: str, precision: str):
         modulo_wrap_kernel[(triton.cdiv(M, bm) * triton.cdiv(N, bn),)](
             a, b, c, M, N, K,
             a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-            BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, PRECISION=precision,
+            BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, PRECISION=precision, ACC=dtypes.accumulator(a.dtype),
             num_warps=warps, num_stages=stages,
         )
 
@@ -67,7 +68,7 @@ def make_launch(name: str, precision: str):
 register_precisions(
     "modulo_wrap",
     make_launch,
-    SAME_DTYPE,
+    ALL_DTYPES,
     blocks={"cpu": (CPU_CONFIG[:3],), "cuda": (GPU_CONFIG[:3],)},
     origin="seed 003: 1-D grid, offsets wrapped with % M and % N, masked store",
     requirements=Requirements(max_offset=2**31 - 1),

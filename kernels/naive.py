@@ -10,8 +10,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import operands, registry
-from kernels.registry import SAME_DTYPE, Requirements, Variant, register
+from kernels import dtypes, operands, registry
+from kernels.dtypes import ALL_DTYPES
+from kernels.registry import Requirements, Variant, register
 
 
 @triton.jit
@@ -19,16 +20,16 @@ def naive_kernel(
     a_ptr, b_ptr, c_ptr,
     M, N, K,
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-    BM: tl.constexpr, BN: tl.constexpr,
+    BM: tl.constexpr, BN: tl.constexpr, ACC: tl.constexpr,
 ):
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     offs_m = pid_m * BM + tl.arange(0, BM)
     offs_n = pid_n * BN + tl.arange(0, BN)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    acc = tl.zeros((BM, BN), dtype=ACC)
     for k in range(0, K):
-        a = tl.load(a_ptr + offs_m * stride_am + k * stride_ak, mask=offs_m < M, other=0.0).to(tl.float32)
-        b = tl.load(b_ptr + k * stride_bk + offs_n * stride_bn, mask=offs_n < N, other=0.0).to(tl.float32)
+        a = tl.load(a_ptr + offs_m * stride_am + k * stride_ak, mask=offs_m < M, other=0.0).to(ACC)
+        b = tl.load(b_ptr + k * stride_bk + offs_n * stride_bn, mask=offs_n < N, other=0.0).to(ACC)
         acc += a[:, None] * b[None, :]
     tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn,
              acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
@@ -47,7 +48,7 @@ def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
     naive_kernel[(triton.cdiv(M, bm), triton.cdiv(N, bn))](
         a, b, c, M, N, K,
         a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-        BM=bm, BN=bn, num_warps=4,
+        BM=bm, BN=bn, ACC=dtypes.accumulator(a.dtype), num_warps=4,
     )
 
 
@@ -55,7 +56,7 @@ register(
     Variant(
         name="naive",
         launch=launch,
-        dtypes=SAME_DTYPE,
+        dtypes=ALL_DTYPES,
         precision="ieee",
         blocks={"cpu": (CPU_CONFIG + (1,),), "cuda": (GPU_CONFIG + (1,),)},
         origin="seed 000: the thread-level CUDA matmul, one small tile of C per program",

@@ -7,8 +7,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import operands, registry
-from kernels.registry import SAME_DTYPE, Requirements, register_precisions
+from kernels import dtypes, operands, registry
+from kernels.dtypes import ALL_DTYPES
+from kernels.registry import Requirements, register_precisions
 
 
 @triton.jit
@@ -17,6 +18,7 @@ def split_k_kernel(
     M, N, K,
     stride_am, stride_ak, stride_bk, stride_bn,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, SPLIT_K: tl.constexpr, PRECISION: tl.constexpr,
+    ACC: tl.constexpr,
 ):
     pid = tl.program_id(0)
     pid_k = tl.program_id(1)
@@ -29,7 +31,7 @@ def split_k_kernel(
     offs_k = pid_k * BK + tl.arange(0, BK)
     a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
     b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    acc = tl.zeros((BM, BN), dtype=ACC)
     for k in range(0, tl.cdiv(K, BK * SPLIT_K)):
         k_left = K - (k * SPLIT_K + pid_k) * BK
         a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (tl.arange(0, BK)[None, :] < k_left), other=0.0)
@@ -63,11 +65,12 @@ def make_launch(name: str, precision: str):
         if M == 0 or N == 0:
             return
         bm, bn, bk, split, warps, stages = CPU_CONFIG if a.device.type == "cpu" else GPU_CONFIG.get(a.dtype, GPU_DEFAULT)
-        workspace = torch.zeros((M, N), dtype=torch.float32, device=a.device)
+        workspace = torch.zeros((M, N), dtype=dtypes.accumulator_torch(a.dtype), device=a.device)
         split_k_kernel[(triton.cdiv(M, bm) * triton.cdiv(N, bn), split)](
             a, b, workspace, M, N, K,
             a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-            BM=bm, BN=bn, BK=bk, SPLIT_K=split, PRECISION=precision, num_warps=warps, num_stages=stages,
+            BM=bm, BN=bn, BK=bk, SPLIT_K=split, PRECISION=precision, ACC=dtypes.accumulator(a.dtype),
+            num_warps=warps, num_stages=stages,
         )
         round_into_c_kernel[(triton.cdiv(M, bm), triton.cdiv(N, bn))](
             workspace, c, M, N, c.stride(0), c.stride(1), BM=bm, BN=bn,
@@ -79,7 +82,7 @@ def make_launch(name: str, precision: str):
 register_precisions(
     "split_k",
     make_launch,
-    SAME_DTYPE,
+    ALL_DTYPES,
     blocks={"cpu": (CPU_CONFIG[:3],), "cuda": (GPU_DEFAULT[:3], GPU_CONFIG[torch.float32][:3])},
     origin="split-K GEMM (K divided among programs, partials combined with atomics in fp32)",
     requirements=Requirements(max_offset=2**31 - 1),

@@ -20,21 +20,22 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import operands, registry
-from kernels.registry import SAME_DTYPE, Requirements, register_precisions
+from kernels import dtypes, operands, registry
+from kernels.dtypes import ALL_DTYPES
+from kernels.registry import Requirements, register_precisions
 
 
 @triton.jit
 def _partial_tile(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
                   pid_m, pid_n, k_first, k_last,
-                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, PRECISION: tl.constexpr):
-    """The sum over K-iterations [k_first, k_last) of one tile, in fp32."""
+                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, PRECISION: tl.constexpr, ACC: tl.constexpr):
+    """The sum over K-iterations [k_first, k_last) of one tile, in the accumulator's dtype."""
     offs_m = pid_m * BM + tl.arange(0, BM)
     offs_n = pid_n * BN + tl.arange(0, BN)
     offs_k = k_first * BK + tl.arange(0, BK)
     a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
     b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    acc = tl.zeros((BM, BN), dtype=ACC)
     for ki in range(k_first, k_last):
         k_left = K - ki * BK
         a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (tl.arange(0, BK)[None, :] < k_left), other=0.0)
@@ -51,7 +52,7 @@ def stream_k_kernel(
     M, N, K,
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     iters_per_tile, iters_per_program,
-    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, PRECISION: tl.constexpr,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, PRECISION: tl.constexpr, ACC: tl.constexpr,
 ):
     pid = tl.program_id(0)
     num_pid_n = tl.cdiv(N, BN)
@@ -68,7 +69,7 @@ def stream_k_kernel(
         pid_m = tile // num_pid_n
         pid_n = tile % num_pid_n
         acc = _partial_tile(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
-                            pid_m, pid_n, k_first, k_last, BM, BN, BK, PRECISION)
+                            pid_m, pid_n, k_first, k_last, BM, BN, BK, PRECISION, ACC)
         if k_last < iters_per_tile:
             # my share ends inside this tile: publish the partial sum for its finisher
             slot = partials_ptr + pid * BM * BN + tile_m[:, None] * BN + tile_n[None, :]
@@ -113,13 +114,14 @@ def make_launch(name: str, precision: str):
         total = triton.cdiv(M, bm) * triton.cdiv(N, bn) * iters_per_tile
         grid = min(programs(a.device), total)
         iters_per_program = triton.cdiv(total, grid)
-        partials = torch.empty((grid, bm, bn), dtype=torch.float32, device=a.device)
+        partials = torch.empty((grid, bm, bn), dtype=dtypes.accumulator_torch(a.dtype), device=a.device)
         flags = torch.zeros((grid,), dtype=torch.int32, device=a.device)
         stream_k_kernel[(grid,)](
             a, b, c, partials, flags, M, N, K,
             a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
             iters_per_tile, iters_per_program,
-            BM=bm, BN=bn, BK=bk, PRECISION=precision, num_warps=warps, num_stages=stages,
+            BM=bm, BN=bn, BK=bk, PRECISION=precision, ACC=dtypes.accumulator(a.dtype),
+            num_warps=warps, num_stages=stages,
         )
 
     return launch
@@ -128,7 +130,7 @@ def make_launch(name: str, precision: str):
 register_precisions(
     "stream_k",
     make_launch,
-    SAME_DTYPE,
+    ALL_DTYPES,
     blocks={"cpu": (CPU_CONFIG[:3],), "cuda": (GPU_DEFAULT[:3], GPU_CONFIG[torch.float32][:3])},
     origin="Stream-K (CUTLASS, tritonbench): K-iterations of all tiles split evenly over a persistent grid",
     requirements=Requirements(max_offset=2**31 - 1),

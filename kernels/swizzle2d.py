@@ -6,8 +6,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import operands, registry
-from kernels.registry import SAME_DTYPE, Requirements, register_precisions
+from kernels import dtypes, operands, registry
+from kernels.dtypes import ALL_DTYPES
+from kernels.registry import Requirements, register_precisions
 
 
 @triton.jit
@@ -16,7 +17,7 @@ def swizzle2d_kernel(
     m, n, k,
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     block_m: tl.constexpr, block_n: tl.constexpr, block_k: tl.constexpr, group_m: tl.constexpr,
-    PRECISION: tl.constexpr,
+    PRECISION: tl.constexpr, ACC: tl.constexpr,
 ):
     pid_m = tl.program_id(axis=0)
     pid_n = tl.program_id(axis=1)
@@ -37,7 +38,7 @@ def swizzle2d_kernel(
     offs_k = tl.arange(0, block_k)
     a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
     b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
-    accumulator = tl.zeros((block_m, block_n), dtype=tl.float32)
+    accumulator = tl.zeros((block_m, block_n), dtype=ACC)
     for k_loop in range(0, tl.cdiv(k, block_k)):
         k_remaining = k - k_loop * block_k
         a = tl.load(a_ptrs, mask=(offs_am[:, None] < m) & (offs_k[None, :] < k_remaining), other=0.0)
@@ -68,7 +69,7 @@ def make_launch(name: str, precision: str):
         swizzle2d_kernel[(triton.cdiv(M, bm), triton.cdiv(N, bn))](
             a, b, c, M, N, K,
             a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-            block_m=bm, block_n=bn, block_k=bk, group_m=group, PRECISION=precision,
+            block_m=bm, block_n=bn, block_k=bk, group_m=group, PRECISION=precision, ACC=dtypes.accumulator(a.dtype),
             num_warps=warps, num_stages=stages,
         )
 
@@ -78,7 +79,7 @@ def make_launch(name: str, precision: str):
 register_precisions(
     "swizzle2d",
     make_launch,
-    SAME_DTYPE,
+    ALL_DTYPES,
     blocks={"cpu": (CPU_CONFIG[:3],), "cuda": (GPU_DEFAULT[:3], GPU_CONFIG[torch.float32][:3])},
     origin="seed 001: sm8x GEMM with tl.swizzle2d and tl.assume, all layouts",
     requirements=Requirements(max_offset=2**31 - 1, positive_strides=True),

@@ -6,8 +6,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import operands, registry
-from kernels.registry import SAME_DTYPE, Requirements, register_precisions
+from kernels import dtypes, operands, registry
+from kernels.dtypes import ALL_DTYPES
+from kernels.registry import Requirements, register_precisions
 
 
 @triton.jit
@@ -71,7 +72,7 @@ def make_launch(name: str, precision: str):
         tiled_kernel[grid](
             a, b, c, M, N, K,
             a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-            BM=bm, BN=bn, BK=bk, PRECISION=precision, ACC=tl.float32,
+            BM=bm, BN=bn, BK=bk, PRECISION=precision, ACC=dtypes.accumulator(a.dtype),
             num_warps=warps, num_stages=stages,
         )
 
@@ -81,7 +82,7 @@ def make_launch(name: str, precision: str):
 register_precisions(
     "tiled",
     make_launch,
-    SAME_DTYPE,
+    ALL_DTYPES,
     blocks={"cpu": (CPU_CONFIG[:3],), "cuda": (GPU_DEFAULT[:3], GPU_CONFIG[torch.float32][:3])},
     origin="seed 002: the canonical tiled matmul (five sections, masks on three axes)",
     requirements=Requirements(max_offset=2**31 - 1),

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from properties import profiles
+from reference import bounds
 from reference.formats import Format, by_name
 
 GUARD = 64  # elements of guard band before and after every operand
@@ -88,8 +89,9 @@ class GemmCase:
         by_name(self.dtype), by_name(self.out_dtype)
         if self.c.broadcast:
             raise ValueError("C cannot be broadcast: two of its elements would share memory")
-        if self.profile not in profiles.PROFILES:
-            raise ValueError(f"unknown value profile {self.profile!r}; expected one of {', '.join(profiles.PROFILES)}")
+        if self.profile not in profiles.available(by_name(self.dtype)):
+            raise ValueError(f"value profile {self.profile!r} does not apply to {self.dtype} inputs; expected one of "
+                             f"{', '.join(profiles.available(by_name(self.dtype)))}")
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -202,11 +204,12 @@ def _guarded(name: str, shape: tuple[int, int], layout: Layout, fmt: Format, fil
 
 def input_values(case: GemmCase) -> tuple[np.ndarray, np.ndarray]:
     """The float64 values drawn for A (M x K) and B (K x N), before quantization."""
-    fmt = by_name(case.dtype)
+    fmt, out = by_name(case.dtype), by_name(case.out_dtype)
+    exact_bits = bounds.exact_sum_bits(case.dtype)
     a_shape = _drawn_shape((case.M, case.K), case.a)
     b_shape = _drawn_shape((case.K, case.N), case.b)
-    a = profiles.generate(case.profile, a_shape, fmt, case.K, np.random.default_rng([case.seed, 0]))
-    b = profiles.generate(case.profile, b_shape, fmt, case.K, np.random.default_rng([case.seed, 1]))
+    a = profiles.generate(case.profile, a_shape, fmt, case.K, np.random.default_rng([case.seed, 0]), out, exact_bits)
+    b = profiles.generate(case.profile, b_shape, fmt, case.K, np.random.default_rng([case.seed, 1]), out, exact_bits)
     return np.broadcast_to(a, (case.M, case.K)), np.broadcast_to(b, (case.K, case.N))
 
 

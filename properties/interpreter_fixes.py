@@ -12,6 +12,10 @@ faithful emulation exists, fixed for this process. `apply()` returns what it app
                  registers keep whatever they held; triton-lang/triton#737), but the interpreter fills
                  them with zeros, which hides the bug: they are filled with poison instead (NaN for
                  floats, the minimum for integers), so a kernel that uses them fails visibly.
+  fp8 widening   the interpreter widens fp8 operands (in tl.dot and casts) with bit arithmetic that treats
+                 every pattern as a normal number: e4m3's NaN becomes 480, e5m2's Inf 131072, and
+                 e5m2 subnormals come out wrong; the GPU keeps them all: fp8 values are widened
+                 through a table of the exact values of all 256 patterns.
   loop bounds    Triton 3.6's interpreter calls int() on 1-element arrays, which NumPy >= 2.4 refuses
                  ('only 0-dimensional arrays can be converted'): `range(0, K, BK)` loops fail.
 
@@ -210,6 +214,53 @@ def masked_off_lanes_are_poisoned() -> bool:
     return bool(y[0] == 1 and torch.isnan(y[1:]).all())
 
 
+# fp8 -> (fp16, bf16, fp32) by table: every fp8 bit pattern widened by torch, which is exact
+_FP8 = {"fp8e4nv": torch.float8_e4m3fn, "fp8e5": torch.float8_e5m2}
+_WIDE = {"fp16": (torch.float16, np.uint16), "bf16": (torch.bfloat16, np.uint16), "fp32": (torch.float32, np.uint32)}
+
+
+def _patch_fp8_widening() -> None:
+    original = _interp._convert_float
+    tables = {(src, dst): torch.arange(256, dtype=torch.uint8).view(_FP8[src]).to(_WIDE[dst][0]).view(
+        {np.uint16: torch.int16, np.uint32: torch.int32}[_WIDE[dst][1]]).numpy().view(_WIDE[dst][1])
+        for src in _FP8 for dst in _WIDE}
+
+    def convert_float(input, input_dtype, output_dtype, rounding_mode):
+        table = tables.get((input_dtype.name, output_dtype.name))
+        if table is None:
+            return original(input, input_dtype, output_dtype, rounding_mode)
+        bits = np.frombuffer(np.ascontiguousarray(input).tobytes(), dtype=np.uint8)
+        return table[bits].reshape(np.shape(input))
+
+    _interp._convert_float = convert_float
+
+
+@triton.jit
+def _fp8_dot_probe(a_ptr, b_ptr, c_ptr, M: tl.constexpr):
+    rows = tl.arange(0, M)
+    o = tl.arange(0, 16)
+    a = tl.load(a_ptr + rows[:, None] * 16 + o[None, :])
+    b = tl.load(b_ptr + o[:, None] * 16 + o[None, :])
+    tl.store(c_ptr + rows[:, None] * 16 + o[None, :], tl.dot(a, b))
+
+
+def fp8_widening_is_exact(device="cpu") -> bool:
+    """Every fp8 bit pattern (NaN, Inf, subnormals included) times 1 in a tl.dot gives its exact value:
+    row r of A (256 x 16) holds pattern r in column r % 16 and zeros elsewhere, B is the identity, so
+    C[r, r % 16] = pattern r (the other columns may be NaN: 0 times a NaN)."""
+    rows = torch.arange(256)
+    for dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+        a = torch.zeros(256, 16, dtype=torch.uint8)
+        a[rows, rows % 16] = torch.arange(256, dtype=torch.uint8)
+        c = torch.empty(256, 16, device=device)
+        with np.errstate(invalid="ignore"):
+            _fp8_dot_probe[(1,)](a.view(dtype).to(device), torch.eye(16).to(dtype).to(device), c, M=256)
+        got, expected = c.cpu()[rows, rows % 16].double(), a[rows, rows % 16].view(dtype).double()
+        if not torch.equal(torch.nan_to_num(got, nan=7.0), torch.nan_to_num(expected, nan=7.0)):
+            return False
+    return True
+
+
 def _patch_index() -> None:
     original = _interp._patch_lang_tensor
 
@@ -245,6 +296,11 @@ def apply() -> list[str]:
             raise RuntimeError("masked-off lanes of loads without `other` are still not poisoned after the fix")
         applied.append("masked loads without `other`: masked-off lanes read NaN, not 0 (undefined on the GPU, "
                        "triton-lang/triton#737)")
+    if not fp8_widening_is_exact():
+        _patch_fp8_widening()
+        if not fp8_widening_is_exact():
+            raise RuntimeError("fp8 operands are still widened wrongly in the interpreter after the fix")
+        applied.append("fp8 widening: exact by table (NaN became 480, Inf 131072, e5m2 subnormals were wrong)")
     bf16_broken = not bf16_dot_is_exact()
     tf32_missing = tf32_dot_rounds() != TF32_ROUNDING
     if bf16_broken or tf32_missing:

@@ -53,6 +53,11 @@ FP32_ACC = FORMATS["fp32"]
 # Tensor cores add products into fp32 with truncation rather than rounding to nearest (Fasi, Higham,
 # Mikaitis, Pranesh 2021, "Numerical behavior of NVIDIA tensor cores"): up to one ulp, 2**-23, a step.
 TENSOR_CORE_ACC_U = 2.0**-23
+# fp8 products accumulated by Hopper tensor cores: DeepSeek-V3 (section 3.3.2) reports about 14 bits
+# kept without promotion to fp32; measured through Triton 3.6's tl.dot on an H100 (see
+# properties/accumulation_probe.py and README): FP8_ACC_BITS fraction bits survive, so each
+# accumulation step errs by up to 2**-FP8_ACC_BITS, and sums of integers are exact up to 2**FP8_ACC_BITS.
+FP8_ACC_BITS = 23
 # An fp32 operand of a tf32 dot keeps 10 fraction bits; truncation (measured on the H100, see
 # properties/interpreter_fixes.py) errs by up to one tf32 ulp: 2**-10 relative.
 TF32_INPUT_U = 2.0**-10
@@ -64,6 +69,9 @@ def arithmetic(input_dtype: str, precision: str = "ieee") -> Arithmetic:
     if not fmt.is_float:
         int32 = FORMATS["int32"]
         return Arithmetic("int32", 0.0, int32, 0.0, 0.0, 31, int(fmt.max))
+    if fmt.name.startswith("fp8"):
+        return Arithmetic(f"{fmt.name}-hopper-acc", 0.0, FP32_ACC, 2.0**-FP8_ACC_BITS, FP32_ACC.min_normal,
+                          FP8_ACC_BITS + 1, fmt.exact_integer_limit)
     if fmt.name == "fp32" and precision == "tf32":
         return Arithmetic(
             "tf32", TF32_INPUT_U, FP32_ACC, TENSOR_CORE_ACC_U, FP32_ACC.min_normal, FP32_ACC.p, TF32.exact_integer_limit
@@ -72,6 +80,12 @@ def arithmetic(input_dtype: str, precision: str = "ieee") -> Arithmetic:
         f"{fmt.name}-fp32acc", 0.0, FP32_ACC, TENSOR_CORE_ACC_U, FP32_ACC.min_normal, FP32_ACC.p,
         fmt.exact_integer_limit,
     )
+
+
+def exact_sum_bits(input_dtype: str) -> int:
+    """The largest b such that sums of integers up to 2**b are exact in every precision class of this
+    input dtype (value profiles keep their integer sums below it)."""
+    return min(arithmetic(input_dtype, p).exact_bits for p in ("ieee", "tf32"))
 
 
 def gamma(k: int, u: float) -> float:

@@ -40,6 +40,7 @@ def test_interpreter_probes_pass_after_the_fixes(backend):
     assert interpreter_fixes.tf32_dot_rounds() == interpreter_fixes.TF32_ROUNDING
     assert interpreter_fixes.loop_bounds_work()
     assert interpreter_fixes.masked_off_lanes_are_poisoned()
+    assert interpreter_fixes.fp8_widening_is_exact()
     assert any("#11584" in e for e in backend.emulations) or interpreter_fixes.bf16_dot_is_exact()
 
 
@@ -51,6 +52,11 @@ def test_the_gpu_rounds_tf32_operands_the_way_the_interpreter_emulates(backend):
 @pytest.mark.gpu
 def test_the_gpu_rounds_fp32_to_bf16_to_nearest_even(backend):
     assert interpreter_fixes.bf16_cast_rounds_to_nearest_even(backend.device)
+
+
+@pytest.mark.gpu
+def test_the_gpu_widens_every_fp8_pattern_exactly_in_a_dot(backend):
+    assert interpreter_fixes.fp8_widening_is_exact(backend.device)
 
 
 @pytest.mark.gpu

@@ -1,0 +1,27 @@
+"""What the variants take and accumulate in: input dtype -> the output dtypes accepted for it (the
+first is the default), and the accumulator each input dtype uses."""
+
+import torch
+import triton.language as tl
+
+FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
+
+# fp16/bf16 in may write fp32 out (mixed precision); fp8 writes a wider float; int8 accumulates and
+# writes int32, so its results are exact
+ALL_DTYPES = {
+    torch.float16: (torch.float16, torch.float32),
+    torch.bfloat16: (torch.bfloat16, torch.float32),
+    torch.float32: (torch.float32,),
+    torch.float8_e4m3fn: (torch.float32, torch.float16, torch.bfloat16),
+    torch.float8_e5m2: (torch.float32, torch.float16, torch.bfloat16),
+    torch.int8: (torch.int32,),
+}
+
+
+def accumulator(dtype: torch.dtype):
+    """The tl dtype a kernel accumulates `dtype` inputs in."""
+    return tl.int32 if dtype == torch.int8 else tl.float32
+
+
+def accumulator_torch(dtype: torch.dtype) -> torch.dtype:
+    return torch.int32 if dtype == torch.int8 else torch.float32
