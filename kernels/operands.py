@@ -145,8 +145,11 @@ def _check_requirements(variant: Variant, name: str, t: torch.Tensor) -> None:
     req = variant.requirements
     if t.numel() == 0:
         return
-    if name.lower() in req.row_major_only and t.shape[1] > 1 and t.stride(1) != 1:
-        raise ValueError(f"{name} has strides {t.stride()}; variant {variant.name!r} needs {name} row-major (stride 1 along columns)")
+    if name.lower() in req.contiguous and not t.is_contiguous():
+        raise ValueError(
+            f"{name} has shape {tuple(t.shape)} and strides {t.stride()}; variant {variant.name!r} needs {name} "
+            f"contiguous (row-major, strides ({t.shape[1]}, 1))"
+        )
     if req.positive_strides and 0 in t.stride():
         raise ValueError(
             f"{name} has strides {t.stride()}; variant {variant.name!r} needs every stride positive (no broadcast "

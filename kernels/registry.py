@@ -27,7 +27,7 @@ class Requirements:
     min_capability: tuple[int, int] | None = None  # e.g. (9, 0) for Hopper-only features
     stride_alignment: int | None = None  # bytes: base pointer and leading stride must be multiples
     max_offset: int | None = None  # largest element offset any operand may reach (int32 index math)
-    row_major_only: tuple[str, ...] = ()  # operands ("a", "b", "c") that must be row-major
+    contiguous: tuple[str, ...] = ()  # operands ("a", "b", "c") that must be contiguous row-major
     positive_strides: bool = False  # no zero strides (the kernel tells the compiler strides > 0)
     contiguous_dim: bool = False  # each operand has one dimension of stride 1 (tensor descriptors)
 
@@ -44,6 +44,14 @@ class Variant:
     origin: str  # the seed document (and section) the kernel comes from
     requirements: Requirements = field(default_factory=Requirements)
     description: str = ""
+    # the same inputs always give the same bits (false for atomics whose order varies run to run)
+    deterministic: bool = True
+
+    def __repr__(self) -> str:
+        return f"Variant({self.name!r})"
+
+    def _repr_pretty_(self, printer, cycle) -> None:  # how Hypothesis prints a falsifying example
+        printer.text(repr(self))
 
     def __post_init__(self):
         if self.precision not in ("ieee", "tf32"):

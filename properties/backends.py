@@ -23,6 +23,12 @@ class Backend:
     device_name: str
     emulations: tuple[str, ...] = field(default=())
 
+    def __repr__(self) -> str:
+        return f"Backend({self.name} on {self.device_name})"
+
+    def _repr_pretty_(self, printer, cycle) -> None:  # how Hypothesis prints a falsifying example
+        printer.text(repr(self))
+
     @property
     def interpreted(self) -> bool:
         return self.name == "interpreter"

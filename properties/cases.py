@@ -174,32 +174,47 @@ def sentinel(fmt: Format) -> float:
     return fmt.max
 
 
-def _guarded(name: str, shape: tuple[int, int], layout: Layout, fmt: Format, fill: float,
-             values: np.ndarray | None, c_fill: int | None, device: torch.device) -> Guarded:
+def _place(shape: tuple[int, int], layout: Layout):
+    """Strides, first element offset, buffer size and element mask of a view laid out in a guarded buffer."""
     rows, cols = shape
     s0, s1 = layout.strides(rows, cols)
     span = (rows - 1) * s0 + (cols - 1) * s1 if rows and cols else 0
     start = GUARD + layout.offset
     size = start + span + 1 + GUARD
-    buffer = torch.full((size,), fill, dtype=torch.float64).to(fmt.dtype)
     elements = np.zeros(size, dtype=bool)
-    if rows and cols:
-        index = start + np.arange(rows)[:, None] * s0 + np.arange(cols)[None, :] * s1
-        elements[index.ravel()] = True
-        if values is not None:
-            # write through a non-aliasing view: a broadcast operand stores one row (or column)
-            base_shape = (1 if layout.broadcast == "rows" else rows, 1 if layout.broadcast == "cols" else cols)
-            target = torch.as_strided(buffer, base_shape, (s0, s1), start)
-            target.copy_(torch.from_numpy(np.array(values[: base_shape[0], : base_shape[1]])).to(fmt.dtype))
-        else:
-            # signed views: index_put exists for them; the pattern's bits are what matter
-            as_int = {1: torch.int8, 2: torch.int16, 4: torch.int32}[buffer.element_size()]
-            bits = 8 * buffer.element_size()
-            signed = c_fill - (1 << bits) if c_fill >= 1 << (bits - 1) else c_fill
-            buffer.view(as_int)[torch.from_numpy(index.ravel())] = signed
+    index = start + np.arange(rows)[:, None] * s0 + np.arange(cols)[None, :] * s1
+    elements[index.ravel()] = True
+    return (s0, s1), start, size, elements, index.ravel()
+
+
+def guarded_input(name: str, layout: Layout, fmt: Format, values: np.ndarray, device) -> Guarded:
+    """An input operand holding `values` (float64, exactly representable in `fmt`, consistent with a
+    broadcast layout), in a buffer whose surroundings and padding hold poison."""
+    shape = values.shape
+    strides, start, size, elements, _ = _place(shape, layout)
+    buffer = torch.full((size,), poison(fmt), dtype=torch.float64).to(fmt.dtype)
+    if values.size:
+        # write through a non-aliasing view: a broadcast operand stores one row (or column)
+        drawn = _drawn_shape(shape, layout)
+        target = torch.as_strided(buffer, drawn, strides, start)
+        target.copy_(torch.from_numpy(np.array(values[: drawn[0], : drawn[1]])).to(fmt.dtype))
     buffer = buffer.to(device)
-    view = torch.as_strided(buffer, shape, (s0, s1), start)
-    return Guarded(name, view, buffer, elements, bits_of(buffer))
+    return Guarded(name, torch.as_strided(buffer, shape, strides, start), buffer, elements, bits_of(buffer))
+
+
+def guarded_output(name: str, shape: tuple[int, int], layout: Layout, fmt: Format, device) -> Guarded:
+    """An output operand pre-filled with the unwritten pattern, in a buffer whose surroundings and
+    padding hold the sentinel."""
+    strides, start, size, elements, index = _place(shape, layout)
+    buffer = torch.full((size,), sentinel(fmt), dtype=torch.float64).to(fmt.dtype)
+    if index.size:
+        # signed views: index_put exists for them; the pattern's bits are what matter
+        bits, pattern = 8 * buffer.element_size(), unwritten_bits(fmt)
+        signed = pattern - (1 << bits) if pattern >= 1 << (bits - 1) else pattern
+        buffer.view({1: torch.int8, 2: torch.int16, 4: torch.int32}[buffer.element_size()])[
+            torch.from_numpy(index)] = signed
+    buffer = buffer.to(device)
+    return Guarded(name, torch.as_strided(buffer, shape, strides, start), buffer, elements, bits_of(buffer))
 
 
 def input_values(case: GemmCase) -> tuple[np.ndarray, np.ndarray]:
@@ -223,7 +238,7 @@ def materialize(case: GemmCase, device: torch.device | str = "cpu") -> Operands:
     device = torch.device(device)
     fin, fout = by_name(case.dtype), by_name(case.out_dtype)
     va, vb = input_values(case)
-    a = _guarded("A", (case.M, case.K), case.a, fin, poison(fin), va, None, device)
-    b = _guarded("B", (case.K, case.N), case.b, fin, poison(fin), vb, None, device)
-    c = _guarded("C", (case.M, case.N), case.c, fout, sentinel(fout), None, unwritten_bits(fout), device)
+    a = guarded_input("A", case.a, fin, va, device)
+    b = guarded_input("B", case.b, fin, vb, device)
+    c = guarded_output("C", (case.M, case.N), case.c, fout, device)
     return Operands(case, a, b, c)

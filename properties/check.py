@@ -51,11 +51,33 @@ def judge(variant: Variant, ops: Operands) -> tuple[bool, float]:
     if bounds.exact_expected(product, arith):
         oracles.exact(ops.c.view, product.value, out)
         return True, 0.0
-    return False, oracles.within_bound(ops.c.view, product.value, bound, inf_ok)
+    try:
+        return False, oracles.within_bound(ops.c.view, product.value, bound, inf_ok)
+    except oracles.GemmMismatch as e:
+        if arith.name == "fp32-fp32acc" and _within_tf32_bound(ops, product, out):
+            e.args = (e.args[0] + "\nC is within the tf32 bound: the kernel computes fp32 in tf32 (tl.dot's default "
+                      "input_precision for fp32); pass input_precision='ieee', or declare precision 'tf32'",)
+        raise
+
+
+def _within_tf32_bound(ops: Operands, product, out) -> bool:
+    arith = bounds.arithmetic("fp32", "tf32")
+    bound = bounds.elementwise(product, ops.case.K, arith, out)
+    try:
+        oracles.within_bound(ops.c.view, product.value, bound, bounds.overflow_possible(product, bound, arith, out))
+    except oracles.GemmMismatch:
+        return False
+    return True
 
 
 def check(variant: Variant, case: GemmCase, backend: backends.Backend | None = None) -> Observation:
-    """Run `variant` on `case` and judge it. Raises GemmMismatch naming the variant and the case."""
+    """Run `variant` on `case` and judge it. Raises GemmMismatch (or OutOfBoundsAccess) naming the
+    variant and the case."""
+    return run(variant, case, backend)[0]
+
+
+def run(variant: Variant, case: GemmCase, backend: backends.Backend | None = None) -> tuple[Observation, Operands]:
+    """`check`, also returning the operands (C holds the kernel's result)."""
     backend = backend or backends.current()
     start = time.perf_counter()
     ops = materialize(case, backend.device)
@@ -65,4 +87,4 @@ def check(variant: Variant, case: GemmCase, backend: backends.Backend | None = N
     except (oracles.GemmMismatch, sanitizer.OutOfBoundsAccess) as e:
         e.args = (f"variant {variant.name!r} on {case.describe()}:\n{e.args[0]}",) + e.args[1:]
         raise
-    return Observation(variant.name, case, exact, ratio, time.perf_counter() - start)
+    return Observation(variant.name, case, exact, ratio, time.perf_counter() - start), ops

@@ -51,7 +51,7 @@ def layouts(draw, variant: Variant, operand: str, rows: int, cols: int, dtype: s
     """A layout for one operand (rows x cols) that `variant` accepts."""
     req = variant.requirements
     itemsize = by_name(dtype).dtype.itemsize
-    if operand in req.row_major_only:
+    if operand in req.contiguous:
         return Layout()
     order = draw(st.sampled_from(["row", "col"]))
     lead_base = max(cols, 1) if order == "row" else max(rows, 1)

@@ -21,6 +21,12 @@ class Target:
     variant: Variant
     dtype: str  # input dtype name (fp32 for tf32 too)
 
+    def __repr__(self) -> str:
+        return f"Target({self.id})"
+
+    def _repr_pretty_(self, printer, cycle) -> None:  # how Hypothesis prints a falsifying example
+        printer.text(repr(self))
+
     @property
     def selector(self) -> str:
         return "tf32" if self.dtype == "fp32" and self.variant.precision == "tf32" else self.dtype
@@ -28,6 +34,27 @@ class Target:
     @property
     def id(self) -> str:
         return f"{self.variant.name}-{self.selector}"
+
+
+def resolve(name: str, kernel_spec: str | None = None, signature: str | None = None) -> Variant:
+    """A variant by name: built in, a mutant, or the user's kernel (`user:FUNC` with kernel_spec)."""
+    import kernels
+
+    if name.startswith("user:"):
+        if not kernel_spec:
+            raise KeyError(f"{name!r} is a user kernel, but no kernel specification (PATH.py:FUNC) was given")
+        from properties import user_kernel
+
+        return user_kernel.load(kernel_spec, signature)
+    try:
+        return kernels.get(name)
+    except KeyError as builtin_error:
+        from kernels import mutants
+
+        try:
+            return mutants.variant(name)
+        except KeyError:
+            raise builtin_error from None
 
 
 def parse_selectors(names: list[str] | None) -> tuple[str, ...]:

@@ -1,0 +1,21 @@
+"""The agreement oracle names the variants that differ from the majority, and only the focus
+variant when a user's kernel is judged by its peers."""
+
+import numpy as np
+import pytest
+
+from properties import agreement, relations
+from properties.oracles import GemmMismatch
+
+
+def test_a_variant_that_differs_is_named(backend):
+    right = relations.Run(np.array([[1.0, 2.0]]), np.array([[1.0, 2.0]]), np.zeros((1, 2)), True)
+    wrong = relations.Run(np.array([[1.0, 3.0]]), np.array([[1.0, 2.0]]), np.zeros((1, 2)), True)
+    agreement.judge({"a": right, "b": right, "c": right}, "case")
+    with pytest.raises(GemmMismatch, match=r"1 of 3 variants differ from the majority \(a, b\):\n  c: C\[0, 1\] = 3"):
+        agreement.judge({"a": right, "b": right, "c": wrong}, "case")
+    agreement.judge({"a": right, "b": right, "c": wrong}, "case", focus="a")  # only the focus is judged...
+    with pytest.raises(GemmMismatch, match="c: C"):
+        agreement.judge({"a": right, "b": right, "c": wrong}, "case", focus="c")  # ...and here it is the outlier
+    near = relations.Run(np.array([[1.0, 2.5]]), np.array([[1.0, 2.0]]), np.full((1, 2), 0.3), False)
+    agreement.judge({"a": near, "b": relations.Run(right.c, right.value, np.full((1, 2), 0.3), False)}, "case")

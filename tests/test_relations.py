@@ -1,0 +1,85 @@
+"""Each metamorphic relation holds for a correct kernel and breaks on a kernel wrong in its way, even
+where a single run passes every other oracle."""
+
+import itertools
+
+import pytest
+import torch
+
+from kernels import operands
+from kernels.dtypes import ALL_DTYPES
+from kernels.registry import Variant
+from properties import check, relations
+from properties.cases import COL, GemmCase
+from properties.oracles import GemmMismatch
+
+
+def _fake(name: str, compute, deterministic: bool = True) -> Variant:
+    """A variant computed by torch: `compute(a, b) -> float64 C`, rounded once into c."""
+    def launch(a, b, c):
+        operands.check(variant, a, b, c)
+        c.copy_(compute(a.double(), b.double()).to(c.dtype))
+
+    variant = Variant(name, launch, ALL_DTYPES, "ieee", {"cpu": ((16, 16, 16),)}, "a test double",
+                      deterministic=deterministic)
+    return variant
+
+
+RIGHT = _fake("right", lambda a, b: a @ b)
+
+
+def _first(variant, case, backend):
+    _, ops = check.run(variant, case, backend)
+    return ops, relations.observed(variant, ops)
+
+
+def test_a_right_kernel_keeps_every_relation(backend):
+    for case in (GemmCase(5, 7, 9, "fp16", "fp16", profile="small_ints", seed=1),
+                 GemmCase(5, 7, 9, "fp32", "fp32", a=COL, profile="normal", seed=2)):
+        ops, first = _first(RIGHT, case, backend)
+        relations.transpose(RIGHT, ops, first, backend)
+        assert relations.scale(RIGHT, ops, first, backend, k=-1)
+        relations.zero_padding(RIGHT, ops, first, backend, extra=3)
+        relations.split_k(RIGHT, ops, first, backend, k1=4)
+
+
+def test_transpose_catches_a_kernel_wrong_only_for_column_major_a(backend):
+    # right for a row-major A; the transposed problem's A (= B^T) is column-major
+    wrong = _fake("col_major_bug", lambda a, b: a @ b + (0 if a.stride(1) == 1 or a.shape[1] == 1 else 1))
+    ops, first = _first(wrong, GemmCase(3, 4, 5, "fp16", "fp16", seed=0), backend)
+    with pytest.raises(GemmMismatch, match=r"relation 'transpose' broken at C\[0, 0\]: 6 where 5 was expected"):
+        relations.transpose(wrong, ops, first, backend)
+
+
+def test_scale_catches_a_kernel_that_is_not_deterministic(backend):
+    # within the bound on every run, but a different last bit each time: not bit-reproducible
+    calls = itertools.count()
+    noisy = _fake("noisy", lambda a, b: (a @ b) * (1 + 2**-30 * (next(calls) % 2)))
+    ops, first = _first(noisy, GemmCase(4, 4, 8, "fp32", "fp32", profile="normal", seed=3), backend)
+    with pytest.raises(GemmMismatch, match=r"relation 'scale A by 2\*\*1' broken .*bit-exact"):
+        relations.scale(noisy, ops, first, backend, k=1)
+
+
+def test_zero_padding_and_split_k_catch_a_kernel_wrong_for_some_k(backend):
+    # right unless K % 4 == 1 (a remainder path with a bug)
+    wrong = _fake("k_remainder_bug", lambda a, b: a @ b + (1 if a.shape[1] % 4 == 1 else 0))
+    ops, first = _first(wrong, GemmCase(2, 3, 8, "fp16", "fp16", seed=0), backend)
+    with pytest.raises(GemmMismatch, match="relation 'append 1 zero columns to A and rows to B' broken"):
+        relations.zero_padding(wrong, ops, first, backend, extra=1)
+    with pytest.raises(GemmMismatch, match="relation 'split K at 1' broken"):
+        relations.split_k(wrong, ops, first, backend, k1=1)
+
+
+def test_scale_does_not_apply_where_it_would_overflow(backend):
+    case = GemmCase(2, 2, 4, "fp16", "fp16", profile="near_overflow", seed=0)
+    ops, first = _first(RIGHT, case, backend)
+    assert not relations.scale(RIGHT, ops, first, backend, k=3)
+    assert not relations.scale(RIGHT, *_first(RIGHT, GemmCase(2, 2, 4, "int8", "int32"), backend), backend, k=1)
+
+
+def test_flipped_layouts_describe_the_transpose():
+    a = torch.arange(12.0).reshape(3, 4)
+    for layout in (COL, relations.Layout("row", pad=2, broadcast="rows")):
+        flip = relations.flipped(layout)
+        assert flip.strides(4, 3) == tuple(reversed(layout.strides(3, 4)))
+    assert a.T.stride() == tuple(reversed(a.stride()))
