@@ -1,0 +1,176 @@
+"""A fixed-grid baseline in the style of Triton's own `test_dot` (python/test/unit/language/
+test_core.py), to measure the suite against: what a conventional GEMM test catches.
+
+  shapes     the distinct (M, N, K) of test_dot's base cases (16, 32 and 64 cubed), its mixed-size
+             cases (128x256x32 ... 32x32x128) and its small-M/N cases (2x2x16, 1x64x64, 64x2x64,
+             64x64x4), which run in the interpreter (on NVIDIA GPUs test_dot skips them)
+  inputs     plain contiguous row-major tensors, standard normal x 0.1 from RandomState(17), in the
+             input dtype; no guard bands, no NaN poison, no out-of-bounds detection
+  output     C allocated with torch.zeros (test_dot itself pre-fills it with 1 + 0.1 x normal, for its
+             add-matrix epilogue)
+  reference  np.matmul in the input dtype
+  verdict    np.testing.assert_allclose with rtol 0.01 and atol 1e-2 for fp16 outputs, 1e-3 for fp32
+
+test_dot runs one program whose block is the whole matrix; here each variant's own launcher runs
+(its grid and blocks), so the shapes, all multiples of 16 but three, rarely leave a partial tile.
+
+Without the sanitizer an out-of-bounds store in the interpreter writes into the host heap and can
+abort the process, so a mutant's baseline runs in a subprocess:
+
+    python -m properties.baseline --mutant NAME      # exit 0 passed, 10 a wrong result, 11 raised
+    python -m properties.baseline --variant NAME     # a registered (correct) variant
+
+and `run_isolated(name)` turns its exit into a Verdict: anything else (a signal, an abort) is a crash.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+import kernels.operands
+
+# The distinct (M, N, K) of test_dot's lists, in its order
+TEST_DOT_SHAPES = (
+    (64, 64, 64), (32, 32, 32), (16, 16, 16),  # get_test_dot_base_cases
+    (128, 256, 32), (128, 16, 32), (32, 128, 64), (128, 128, 64), (64, 128, 128), (64, 64, 32),
+    (32, 32, 128),  # get_test_dot_mixed_sizes_cases
+    (2, 2, 16), (1, 64, 64), (64, 2, 64), (64, 64, 4),  # get_test_dot_small_mn_fma_cases
+)
+# What the baseline runs, smallest first (a failing kernel stops early): all but the three of 2**20
+# multiply-adds, which take 70% of the interpreter's time and change no verdict
+# (python -m properties.baseline --all-shapes runs them too)
+LARGE = 2**20
+SHAPES = tuple(sorted((s for s in TEST_DOT_SHAPES if s[0] * s[1] * s[2] < LARGE), key=lambda s: s[0] * s[1] * s[2]))
+RTOL = 0.01
+ATOL = {"fp16": 1e-2, "fp32": 1e-3}
+NUMPY = {"fp16": np.float16, "fp32": np.float32}
+TORCH = {"fp16": torch.float16, "fp32": torch.float32}
+
+PASSED, FAILED, RAISED = 0, 10, 11  # exit codes of `python -m properties.baseline`
+
+
+def operands(M: int, N: int, K: int, dtype: str) -> tuple[np.ndarray, np.ndarray]:
+    """test_dot's inputs: normal values from RandomState(17), scaled by 0.1, in the input dtype."""
+    rs = np.random.RandomState(17)
+    x = rs.normal(0, 1, (M, K)).astype(NUMPY[dtype])
+    y = rs.normal(0, 1, (K, N)).astype(NUMPY[dtype])
+    x *= 0.1
+    y *= 0.1
+    return x, y
+
+
+def check_shape(variant, M: int, N: int, K: int, dtype: str) -> bool:
+    """One fixed-grid test: raises AssertionError on a wrong result (or whatever the launch raises).
+    Returns False, without launching, for operands the variant's launcher refuses (as test_dot skips
+    what a backend does not support: tensor descriptors need 16-byte strides, N=2 fp16 has 4)."""
+    x, y = operands(M, N, K, dtype)
+    a, b, c = torch.from_numpy(x), torch.from_numpy(y), torch.zeros((M, N), dtype=TORCH[dtype])
+    try:
+        kernels.operands.check(variant, a, b, c)
+    except (TypeError, ValueError):
+        return False
+    variant.launch(a, b, c)
+    np.testing.assert_allclose(np.matmul(x, y), c.numpy(), rtol=RTOL, atol=ATOL[dtype])
+    return True
+
+
+def dtypes_of(variant) -> list[str]:
+    """The baseline's dtypes the variant takes: fp16 -> fp16 and fp32 -> fp32, as in test_dot."""
+    return [d for d in ("fp16", "fp32") if TORCH[d] in variant.dtypes and TORCH[d] in variant.dtypes[TORCH[d]]]
+
+
+def run(variant, dtypes: list[str], keep_going: bool = False, shapes=SHAPES) -> int:
+    """Every shape in every dtype up to the first failure (all of them with `keep_going`); prints
+    one line each and returns the exit code."""
+    code = PASSED
+    for dtype in dtypes:
+        for M, N, K in shapes:
+            where = f"{variant.name} {M}x{N}x{K} {dtype}"
+            try:
+                ran = check_shape(variant, M, N, K, dtype)
+            except AssertionError as e:
+                print(f"FAIL {where}: {' '.join(str(e).split())[:300]}", flush=True)
+                code = max(code, FAILED)
+            except Exception as e:
+                print(f"RAISED {where}: {type(e).__name__}: {' '.join(str(e).split())[:300]}", flush=True)
+                code = RAISED
+            else:
+                print(f"{'ok' if ran else 'skipped (refused by the launcher)'} {where}", flush=True)
+            if code != PASSED and not keep_going:
+                return code
+    return code
+
+
+@dataclass(frozen=True)
+class Verdict:
+    name: str
+    outcome: str  # "passed", "failed assertion", "raised", "crashed" or "timed out"
+    returncode: int
+    output: str  # the subprocess's output (the last lines say what failed)
+
+    @property
+    def caught(self) -> bool:
+        return self.outcome != "passed"
+
+
+_OUTCOMES = {PASSED: "passed", FAILED: "failed assertion", RAISED: "raised"}
+
+
+def run_isolated(name: str, kind: str = "mutant", dtypes: list[str] | None = None, timeout: float = 300) -> Verdict:
+    """Run the baseline on one mutant (or variant) in a fresh interpreter process."""
+    command = [sys.executable, "-m", "properties.baseline", f"--{kind}", name]
+    for dtype in dtypes or []:
+        command += ["--dtype", dtype]
+    env = dict(os.environ, GEMM_BACKEND="interpreter", PYTHONWARNINGS="ignore")
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired as e:
+        output = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        return Verdict(name, "timed out", -1, output)
+    output = done.stdout + done.stderr
+    return Verdict(name, _OUTCOMES.get(done.returncode, "crashed"), done.returncode, output)
+
+
+def run_all_isolated(names: list[str], kind: str = "mutant", workers: int = 2) -> dict[str, Verdict]:
+    """`run_isolated` for each name, `workers` subprocesses at a time."""
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return dict(zip(names, pool.map(lambda name: run_isolated(name, kind), names)))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--mutant", help="a mutant of kernels.mutants")
+    group.add_argument("--variant", help="a registered variant")
+    parser.add_argument("--dtype", action="append", choices=tuple(NUMPY), help="default: the mutant's dtype, "
+                        "or every baseline dtype the variant takes")
+    parser.add_argument("--keep-going", action="store_true", help="run every shape, not only up to the first failure")
+    parser.add_argument("--all-shapes", action="store_true", help="also the three largest of test_dot's shapes")
+    args = parser.parse_args(argv)
+
+    from properties import backends
+
+    backends.activate(os.environ.get("GEMM_BACKEND", "auto"))
+    if args.mutant:
+        import kernels.mutants
+
+        mutant = kernels.mutants.get(args.mutant)
+        variant, dtypes = mutant.variant, args.dtype or [mutant.dtype]
+    else:
+        import kernels
+
+        variant = kernels.get(args.variant)
+        dtypes = args.dtype or dtypes_of(variant)
+    return run(variant, dtypes, args.keep_going, TEST_DOT_SHAPES if args.all_shapes else SHAPES)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

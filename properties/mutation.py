@@ -1,0 +1,188 @@
+"""The suite's power, measured on the deliberately wrong kernels of `kernels.mutants`.
+
+`hunt(mutant)` runs Hypothesis with the CI profile's settings (derandomized, 25 examples, no
+database), whatever profile is loaded, over the strategy the suite draws for the mutant's dtype,
+judging each example with `properties.check.check` as the property tests do (a crash counts as
+caught), and reports how many examples and seconds it took to find the first failure, the total
+with shrinking, and the shrunk case.
+
+    python -m properties.mutation          # a Markdown table: every mutant, the suite and the baseline
+
+The table also runs the fixed-grid baseline of `properties.baseline` on every mutant the interpreter
+can show, one subprocess each.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from hypothesis import Phase, find
+from hypothesis import settings as hypothesis_settings
+from hypothesis.errors import NoSuchExample
+
+from properties import backends, check, strategies
+from properties import settings as _profiles  # noqa: F401  (registers the "ci" profile)
+from properties.cases import GemmCase
+from reference.formats import by_name, name_of
+
+
+def ci_settings() -> hypothesis_settings:
+    """The CI profile (derandomized, 25 examples, no example database) without the explain phase,
+    which only annotates a failure report by re-running its example with parts of it randomized: it
+    changes neither which example fails first nor where shrinking lands."""
+    phases = tuple(p for p in Phase if p is not Phase.explain)
+    return hypothesis_settings(hypothesis_settings.get_profile("ci"), database=None, phases=phases)
+
+
+def case_of(mutant, fields=None) -> GemmCase:
+    """A GemmCase in the mutant's dtype (default output dtype) from its registered fields."""
+    dtype = by_name(mutant.dtype).dtype
+    data = {"dtype": mutant.dtype, "out_dtype": name_of(mutant.variant.dtypes[dtype][0])}
+    data.update(mutant.smallest if fields is None else fields)
+    return GemmCase.from_dict(data)
+
+
+def expected_case(mutant) -> GemmCase:
+    """The smallest case that exposes the mutant, as registered."""
+    return case_of(mutant)
+
+
+def shrink_target(mutant) -> GemmCase:
+    """Where shrinking must land: the smallest case, or the documented local minimum (`shrinks_to`)."""
+    return case_of(mutant, mutant.shrinks_to) if mutant.shrinks_to is not None else expected_case(mutant)
+
+
+def unaffected_case(mutant) -> GemmCase | None:
+    """The smallest case with the changes under which the mutant is right, if it declares them."""
+    if mutant.unaffected is None:
+        return None
+    return case_of(mutant, {**mutant.smallest, **mutant.unaffected})
+
+
+def failure(variant, case: GemmCase, backend: backends.Backend) -> Exception | None:
+    """What `check` raised on this case (a wrong result, an out-of-bounds access, a crash), or None."""
+    try:
+        check.check(variant, case, backend)
+    except Exception as e:  # a crash counts as caught, as it does in the property tests
+        return e
+    return None
+
+
+def strategy(mutant, backend: backends.Backend):
+    """The strategy the property tests draw from for this mutant's dtype on this backend."""
+    return strategies.gemm_cases(mutant.variant, mutant.dtype, device_type=backend.device.type,
+                                 max_dim=backend.max_dim)
+
+
+@dataclass(frozen=True)
+class Hunt:
+    """What one search found."""
+
+    mutant: str
+    caught: bool
+    examples: int | None  # test-function calls up to and including the first failing one
+    seconds_to_catch: float | None  # until the first failure
+    seconds: float  # in all, shrinking included
+    shrunk: GemmCase | None
+    error: str | None  # the exception class the shrunk case raises
+    message: str | None
+
+    def summary(self) -> str:
+        if not self.caught:
+            return f"{self.mutant}: NOT caught in {self.examples} examples ({self.seconds:.1f} s)"
+        return (f"{self.mutant}: caught after {self.examples} example(s) in {self.seconds_to_catch:.2f} s, "
+                f"shrunk in {self.seconds:.2f} s to {self.shrunk.describe()} ({self.error})")
+
+
+def hunt(mutant, backend: backends.Backend | None = None, settings: hypothesis_settings | None = None) -> Hunt:
+    """Search for a failing example of `mutant` and shrink it (see the module docstring)."""
+    backend = backend or backends.current()
+    settings = settings or ci_settings()
+    calls = 0
+    first: tuple[int, float] | None = None  # (examples, seconds) at the first failure
+    start = time.perf_counter()
+
+    def fails(case: GemmCase) -> bool:
+        nonlocal calls, first
+        calls += 1
+        failed = failure(mutant.variant, case, backend) is not None
+        if failed and first is None:
+            first = (calls, time.perf_counter() - start)
+        return failed
+
+    try:
+        shrunk = find(strategy(mutant, backend), fails, settings=settings)
+    except NoSuchExample:
+        return Hunt(mutant.name, False, calls, None, time.perf_counter() - start, None, None, None)
+    seconds = time.perf_counter() - start
+    error = failure(mutant.variant, shrunk, backend)
+    return Hunt(mutant.name, True, first[0], first[1], seconds, shrunk,
+                type(error).__name__ if error else None, str(error) if error else None)
+
+
+def rows(backend: backends.Backend | None = None, baseline: bool = True) -> list[dict]:
+    """One row per mutant: what the suite found on this backend (GPU-only mutants are searched only on a
+    GPU) and, if asked, the fixed-grid baseline's verdict (it runs on the interpreter, GPU-only mutants
+    left out)."""
+    import kernels.mutants
+    from properties import baseline as fixed_grid
+
+    backend = backend or backends.current()
+    everything = kernels.mutants.mutants()
+    verdicts = {}
+    if baseline:
+        verdicts = fixed_grid.run_all_isolated([m.name for m in everything if not m.gpu_only])
+    table = []
+    for mutant in everything:
+        searched = mutant.gpu_only == (not backend.interpreted)
+        table.append({
+            "mutant": mutant.name, "bug": mutant.bug, "dtype": mutant.dtype, "gpu_only": mutant.gpu_only,
+            "expected": shrink_target(mutant), "smallest": expected_case(mutant),
+            "hunt": hunt(mutant, backend) if searched else None,
+            "baseline": verdicts.get(mutant.name),
+        })
+    return table
+
+
+def _suite_cell(row: dict) -> str:
+    h: Hunt | None = row["hunt"]
+    if h is None:
+        return "GPU-only: searched on a GPU" if row["gpu_only"] else "searched on the interpreter"
+    if not h.caught:
+        return f"**no** ({h.examples} examples, {h.seconds:.1f} s)"
+    registered = "as registered" if h.shrunk == row["expected"] else f"**not** {row['expected'].describe()}"
+    if row["expected"] != row["smallest"]:
+        registered += f": a local minimum, the smallest is `{row['smallest'].describe()}`"
+    return (f"yes: example {h.examples}, {h.seconds_to_catch:.2f} s; {h.seconds:.2f} s with shrinking; "
+            f"`{h.shrunk.describe()}` ({registered}; {h.error})")
+
+
+def _baseline_cell(row: dict) -> str:
+    verdict = row["baseline"]
+    if verdict is None:
+        return "n/a (GPU-only)" if row["gpu_only"] else "not run"
+    return ("yes" if verdict.caught else "no") + f" ({verdict.outcome})"
+
+
+def markdown(table: list[dict]) -> str:
+    lines = ["| mutant | bug class | dtype | caught by the suite (examples, seconds, shrunk case) "
+             "| caught by the baseline |", "|---|---|---|---|---|"]
+    for row in table:
+        lines.append(f"| `{row['mutant']}` | {row['bug']} | {row['dtype']} | {_suite_cell(row)} | "
+                     f"{_baseline_cell(row)} |")
+    lines += ["", "Examples count Hypothesis's calls of the test function up to the first failure. The baseline "
+              "has no view of memory outside the tensors: a crash is glibc aborting on the heap an "
+              "out-of-bounds store corrupted, and a read past a tensor's end fails or passes with whatever "
+              "lies there (tests/test_baseline.py says which verdicts are such luck)."]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    backend = backends.activate()
+    print(f"backend: {backend.name} on {backend.device_name}; Hypothesis profile ci (derandomized, 25 examples)\n")
+    print(markdown(rows(backend)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,74 @@
+"""The fixed-grid baseline of properties/baseline.py (Triton test_dot's style), measured on the same
+mutants as the suite: its verdicts match the table below, and it is fair: it passes every correct
+built-in variant, so what it misses it misses by design, not by being broken.
+
+Each mutant's baseline runs in its own process (an out-of-bounds store can abort it); GPU-only
+mutants are left out, since on the interpreter neither the baseline nor the suite can see them.
+Run with -rP (or -s) to see every mutant's verdict."""
+
+import contextlib
+import io
+
+import pytest
+
+import kernels
+import kernels.mutants
+from properties import baseline
+
+CAUGHT = {"failed assertion"}
+MISSED = {"passed"}
+# Memory outside the tensors: without guard bands what a read past the end returns, and whether a
+# write past the end aborts the process, depend on the allocator's layout, not on the test. Observed
+# here in parentheses; any outcome is luck, except a clean refusal.
+HEAP_LUCK = {"passed", "failed assertion", "crashed"}
+
+EXPECTED = {
+    "grouped_group_min": CAUGHT,  # M=64: 4 tile rows, a short last group
+    "grouped_k_loop_floor": CAUGHT,  # only 64x64x4 has K < BK
+    "grouped_k_mask_only": MISSED,  # out-of-bounds reads whose products are never stored
+    "grouped_unclamped_group": CAUGHT,
+    "modulo_wrap_unmasked_store": HEAP_LUCK,  # (crashed: glibc's heap checks abort after the store)
+    "persistent_default_precision": MISSED,  # tf32 errs ~1e-3, inside rtol 0.01
+    "persistent_tile_chunks": CAUGHT,
+    "split_k_into_c": MISSED,  # C comes zeroed
+    "stream_k_late_first_owner": CAUGHT,
+    "tiled_aligned_fast_path": CAUGHT,  # only 2x2x16, 64x2x64 and 64x64x4 have unaligned strides
+    "tiled_floor_grid": CAUGHT,
+    "tiled_fp16_accumulator": MISSED,  # fp16 rounding of these small sums stays inside atol 1e-2
+    "tiled_gemv_fast_path": HEAP_LUCK,  # (failed: 1x64x64 reads A's row from past its end)
+    "tiled_k_mask_off_by_one": HEAP_LUCK,  # (failed; passed with another shape order: B's row K is past its end)
+    "tiled_no_k_mask": HEAP_LUCK,  # (failed: 64x64x4 also reads B's rows 4..15, past its end)
+    "tiled_no_other": CAUGHT,  # the interpreter's masked-off lanes read NaN, as the suite's do
+    "tiled_swapped_a_strides": CAUGHT,
+    "tiled_unmasked_store": HEAP_LUCK,  # (crashed: glibc's heap checks abort after the store)
+}
+
+ON_THE_INTERPRETER = [m.name for m in kernels.mutants.mutants() if not m.gpu_only]
+
+
+def test_the_table_covers_every_mutant():
+    assert sorted(EXPECTED) == sorted(ON_THE_INTERPRETER)
+
+
+@pytest.mark.interpreter
+def test_baseline_verdicts_on_the_mutants(record_property):
+    """One test for all mutants, two subprocesses at a time (one test, so that pytest-xdist does not
+    run the subprocesses once per worker)."""
+    verdicts = baseline.run_all_isolated(ON_THE_INTERPRETER)
+    wrong = []
+    for name, verdict in sorted(verdicts.items()):
+        record_property(name, verdict.outcome)
+        print(f"{name}: {verdict.outcome}")
+        if verdict.outcome not in EXPECTED[name]:
+            wrong.append(f"{name}: {verdict.outcome} (exit {verdict.returncode}), expected one of "
+                         f"{sorted(EXPECTED[name])}\n{verdict.output[-2000:]}")
+    assert not wrong, "\n\n".join(wrong)
+
+
+@pytest.mark.interpreter
+@pytest.mark.parametrize("variant", [pytest.param(v, id=v.name) for v in kernels.variants()])
+def test_baseline_passes_every_correct_variant(variant, backend):
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output):
+        code = baseline.run(variant, baseline.dtypes_of(variant), keep_going=True)
+    assert code == baseline.PASSED, output.getvalue()

@@ -1,0 +1,107 @@
+"""The suite's power, on deliberately wrong kernels (kernels/mutants/): with the CI profile's settings
+(derandomized, 25 examples, no database) and the strategy the property tests use, every mutant is
+caught, by the check its registry names, and shrinks to its registered smallest case (or to the
+local minimum the registry documents). The registered
+cases are checked too: the smallest fails, and the kernel is right where the bug claims not to reach.
+
+Each search's measurements (examples and seconds to the first failure, seconds with shrinking, the
+shrunk case) are attached to the test report as properties; `python -m properties.mutation` prints
+them all as a table."""
+
+import pytest
+import torch
+
+import kernels
+import kernels.mutants
+from properties import mutation
+
+MUTANTS = kernels.mutants.mutants()
+ON_THE_INTERPRETER = [pytest.param(m, id=m.name) for m in MUTANTS if not m.gpu_only]
+GPU_ONLY = [pytest.param(m, id=m.name) for m in MUTANTS if m.gpu_only]
+EVERY = [pytest.param(m, id=m.name) for m in MUTANTS]
+
+
+def _caught_and_shrunk(mutant, backend, record_property):
+    found = mutation.hunt(mutant, backend)
+    for key in ("examples", "seconds_to_catch", "seconds", "error"):
+        record_property(key, getattr(found, key))
+    record_property("shrunk", found.shrunk.describe() if found.shrunk else None)
+    print(found.summary())
+    assert found.caught, f"{mutant.name} ({mutant.bug}) was not caught in {found.examples} examples"
+    assert found.examples <= mutation.ci_settings().max_examples
+    assert found.shrunk == mutation.shrink_target(mutant), (
+        f"{mutant.name} shrank to {found.shrunk.describe()}, not {mutation.shrink_target(mutant).describe()}"
+    )
+    assert found.error == mutant.caught_as, f"{mutant.name}: {found.message}"
+
+
+@pytest.mark.interpreter
+@pytest.mark.parametrize("mutant", ON_THE_INTERPRETER)
+def test_caught_and_shrunk_on_the_interpreter(mutant, backend, record_property):
+    _caught_and_shrunk(mutant, backend, record_property)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mutant", GPU_ONLY)
+def test_gpu_only_mutant_caught_and_shrunk_on_the_gpu(mutant, backend, record_property):
+    _caught_and_shrunk(mutant, backend, record_property)
+
+
+def _registered_cases_hold(mutant, backend):
+    """The smallest case exposes the bug, with the check the registry names; so does the documented
+    local minimum; the kernel is right on the case the bug claims not to reach."""
+    smallest = mutation.expected_case(mutant)
+    error = mutation.failure(mutant.variant, smallest, backend)
+    assert type(error).__name__ == mutant.caught_as, f"{smallest.describe()}: {error!r}"
+    if mutant.shrinks_to is not None:
+        assert mutation.failure(mutant.variant, mutation.shrink_target(mutant), backend) is not None
+    unaffected = mutation.unaffected_case(mutant)
+    if unaffected is not None:
+        error = mutation.failure(mutant.variant, unaffected, backend)
+        assert error is None, f"{mutant.name} fails on {unaffected.describe()}, which it claims not to reach: {error}"
+
+
+@pytest.mark.interpreter
+@pytest.mark.parametrize("mutant", ON_THE_INTERPRETER)
+def test_registered_cases_hold_on_the_interpreter(mutant, backend):
+    _registered_cases_hold(mutant, backend)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mutant", GPU_ONLY)
+def test_gpu_only_registered_cases_hold_on_the_gpu(mutant, backend):
+    _registered_cases_hold(mutant, backend)
+
+
+@pytest.mark.interpreter
+@pytest.mark.parametrize("mutant", GPU_ONLY)
+def test_gpu_only_mutant_passes_the_interpreter(mutant, backend):
+    """What makes it GPU-only: on its smallest case the interpreter sees nothing wrong."""
+    error = mutation.failure(mutant.variant, mutation.expected_case(mutant), backend)
+    assert error is None, f"{mutant.name} is registered GPU-only but the interpreter catches it: {error}"
+
+
+@pytest.mark.parametrize("mutant", EVERY)
+def test_the_launcher_still_refuses_bad_operands(mutant, backend):
+    a = torch.ones(4, 5, dtype=torch.float16, device=backend.device)
+    b = torch.ones(5, 6, dtype=torch.float16, device=backend.device)
+    c = torch.zeros(4, 6, dtype=torch.float16, device=backend.device)
+    with pytest.raises(ValueError, match=r"A must be 2-D \(M x K\)"):
+        mutant.variant.launch(a[None], b, c)
+    with pytest.raises(ValueError, match=r"B has 4 rows but A has 5 columns \(K\)"):
+        mutant.variant.launch(a, b[:4], c)
+    assert torch.count_nonzero(c) == 0
+
+
+def test_mutants_are_not_variants():
+    names = {v.name for v in kernels.variants()}
+    assert not names & {m.name for m in MUTANTS}
+
+
+def test_the_registry_is_complete():
+    assert len(MUTANTS) >= 15
+    for m in MUTANTS:
+        assert m.bug and "\n" not in m.bug and m.why and "\n" not in m.why
+        assert m.caught_as in ("OutOfBoundsAccess", "GemmMismatch")
+        assert mutation.expected_case(m).dtype in ("fp16", "bf16", "fp32")
+        assert (m.shrinks_to is None) == (not m.shrinks_to_why)
