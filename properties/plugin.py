@@ -99,7 +99,17 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser, args) -> 
     backends.activate(requested)
 
 
+MARKERS = (
+    "gpu: needs a CUDA GPU (compiled kernels); skipped with a reason on the interpreter",
+    "interpreter: needs Triton's CPU interpreter; skipped with a reason on a GPU",
+    "slow: long-running; deselect with -m 'not slow'",
+    "large: operands past 2**31 elements (GPU only)",
+)
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    for marker in MARKERS:
+        config.addinivalue_line("markers", marker)
     if not _enabled(config):
         return
     from properties import backends, isolation, targets

@@ -1,0 +1,43 @@
+"""Under the ci profile the same code gives the same verdicts and the same shrunk cases, whatever the
+order the tests run in."""
+
+import os
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+import pytest
+
+from kernels import mutants
+from properties import mutation
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.interpreter
+@pytest.mark.parametrize("name", ["tiled_no_k_mask", "grouped_unclamped_group", "tiled_gemv_fast_path"])
+def test_a_search_finds_and_shrinks_the_same_case_twice(name, backend):
+    first, second = (mutation.hunt(mutants.get(name), backend) for _ in range(2))
+    assert first.caught and second.caught
+    assert (first.examples, first.shrunk, first.error) == (second.examples, second.shrunk, second.error)
+
+
+def _verdicts(pytester, *extra) -> dict[str, str]:
+    report = pytester.path / f"report{len(extra)}.xml"
+    pytester.runpytest_subprocess(
+        str(ROOT / "tests" / "test_oracles.py"), str(ROOT / "tests" / "test_cases.py"),
+        str(ROOT / "properties" / "battery" / "test_properties.py"), "-k", "tiled- or tiled_tf32 or oracle or case",
+        "--gemm-backend", "interpreter", "-p", "no:cacheprovider", f"--junitxml={report}", *extra, timeout=900)
+    outcomes = {}
+    for case in ElementTree.parse(report).iter("testcase"):
+        kind = next((child.tag for child in case if child.tag in ("failure", "error", "skipped")), "passed")
+        outcomes[f"{case.get('classname')}::{case.get('name')}"] = kind
+    return outcomes
+
+
+def test_verdicts_do_not_depend_on_test_order(pytester, monkeypatch):
+    monkeypatch.setenv("CI", "1")  # the derandomized ci profile
+    in_order = _verdicts(pytester)
+    shuffled = _verdicts(pytester, "--gemm-order-seed", "12345")
+    assert len(in_order) > 20 and in_order == shuffled
+    assert set(in_order.values()) <= {"passed", "skipped"}
+    assert os.environ["CI"] == "1"

@@ -1,0 +1,130 @@
+"""The pytest plugin as a user meets it: options, header, summary, --gemm-kernel on a right and a
+wrong kernel (with its repro script), the LeetGPU signature, and bad input refused clearly."""
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from properties import plugin, user_kernel
+
+KERNEL = textwrap.dedent("""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def _kernel(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn, BM: tl.constexpr, BN: tl.constexpr,
+                BK: tl.constexpr):
+        m = tl.program_id(0) * BM + tl.arange(0, BM)
+        n = tl.program_id(1) * BN + tl.arange(0, BN)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, K, BK):
+            kk = k + tl.arange(0, BK)
+            x = tl.load(a + m[:, None] * sam + kk[None, :] * sak, mask=(m[:, None] < M) & K_MASK_A, other=0.0)
+            y = tl.load(b + kk[:, None] * sbk + n[None, :] * sbn, mask=K_MASK_B & (n[None, :] < N), other=0.0)
+            acc = tl.dot(x, y, acc, input_precision="ieee")
+        tl.store(c + m[:, None] * scm + n[None, :] * scn, acc.to(c.dtype.element_ty),
+                 mask=(m[:, None] < M) & (n[None, :] < N))
+
+    def matmul(a, b, c):
+        M, K = a.shape
+        N = b.shape[1]
+        _kernel[(triton.cdiv(M, 16), triton.cdiv(N, 16))](a, b, c, M, N, K, *a.stride(), *b.stride(),
+                                                          *c.stride(), BM=16, BN=16, BK=16)
+
+    def solve(a, b, c, M, N, K):  # LeetGPU: A is M x N, B is N x K, C is M x K, all contiguous
+        _kernel[(triton.cdiv(M, 16), triton.cdiv(K, 16))](a, b, c, M, K, N, N, 1, K, 1, K, 1, BM=16, BN=16, BK=16)
+
+    matmul.block_shape = (16, 16, 16)
+""")
+RIGHT = KERNEL.replace("K_MASK_A", "(kk[None, :] < K)").replace("K_MASK_B", "(kk[:, None] < K)")
+NO_K_MASK = KERNEL.replace("K_MASK_A", "True").replace("K_MASK_B", "True")
+FAST = ["--gemm-dtype", "fp16", "-p", "no:cacheprovider", "--hypothesis-profile", "ci"]
+
+
+def test_a_right_kernel_passes_the_whole_battery(pytester):
+    pytester.makepyfile(my_kernel=RIGHT)
+    result = pytester.runpytest_subprocess("--gemm-kernel", "my_kernel.py:matmul", *FAST, timeout=900)
+    result.assert_outcomes(passed=3, skipped=1)  # property, relations, agreement; no past repros yet
+    result.stdout.fnmatch_lines(["gemm kernel under test: user kernel my_kernel.py:matmul (user:matmul)",
+                                 "*GEMM targets*", "user:matmul-fp16 *25 *"])
+    assert result.ret == 0
+
+
+def test_a_wrong_kernel_fails_with_its_shrunk_case_and_a_repro_script(pytester):
+    pytester.makepyfile(my_kernel=NO_K_MASK)
+    result = pytester.runpytest_subprocess("--gemm-kernel", "my_kernel.py:matmul", "-x", *FAST, timeout=900)
+    assert result.ret == 1
+    # distinct failures are reported apart: the plain layout reads past A, a broadcast one (stride 0)
+    # stays in bounds but sums the wrong values
+    out = result.stdout.str()
+    assert "OutOfBoundsAccess: variant 'user:matmul' on 1x1x1 fp16->fp16 A:row B:row C:row ones seed=0:" in out
+    assert "out-of-bounds load in kernel '_kernel'" in out and "repro script: python " in out
+    scripts = sorted((pytester.path / "repros").glob("user_matmul-fp16-*.py"))
+    assert scripts and out.count("repro script: python ") == len(scripts)
+    for script in scripts:  # each replays on its own and fails while the bug is there
+        replay = subprocess.run([sys.executable, str(script), "--backend", "interpreter"], cwd=pytester.path,
+                                capture_output=True, text=True, timeout=600)
+        assert replay.returncode == 1 and "FAIL: " in replay.stdout, replay.stdout + replay.stderr
+    # the next run replays them first, and they still fail
+    again = pytester.runpytest_subprocess("--gemm-kernel", "my_kernel.py:matmul", "-x", *FAST, timeout=900)
+    again.stdout.fnmatch_lines(["FAILED *test_replays_a_past_failure[[]user_matmul-fp16-*", "*1 failed*"])
+
+
+def test_a_leetgpu_solve_function_is_tested_too(pytester):
+    pytester.makepyfile(my_kernel=RIGHT)
+    result = pytester.runpytest_subprocess("--gemm-kernel", "my_kernel.py:solve", "--gemm-kernel-signature",
+                                           "leetgpu", *FAST, timeout=900)
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    result.stdout.fnmatch_lines(["user:solve-fp16 *25 *"])
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--gemm-kernel", "missing.py:f"], "no file */missing.py"),
+    (["--gemm-kernel", "my_kernel.py:nope"], "*has no 'nope'; it defines *matmul*solve*"),
+    (["--gemm-kernel", "my_kernel.py"], "*expected PATH.py:FUNC or module:FUNC"),
+    (["--gemm-kernel", "my_kernel.py:solve"], "*solve(a, b, c, M, N, K) cannot take 3 arguments*"),
+    (["--gemm-dtype", "fp64"], "*--gemm-dtype: unknown dtype 'fp64'; expected one of fp16, bf16, fp32, tf32*"),
+    (["--gemm-variant", "nothing*"], "*--gemm-variant nothing* matches no variant; registered: *tiled*"),
+    (["--gemm-sanitize"], "*--gemm-sanitize runs compute-sanitizer on compiled kernels: it needs the cuda*"),
+    (["--gemm-timeout", "0"], "*--gemm-timeout must be positive*"),
+])
+def test_bad_options_are_refused_with_what_was_expected(pytester, args, message):
+    pytester.makepyfile(my_kernel=RIGHT)
+    result = pytester.runpytest_subprocess("--gemm-backend", "interpreter", *args, timeout=300)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{message}*"])
+
+
+def test_kernel_attributes_are_checked():
+    def f(a, b, c):
+        pass
+
+    f.precision = "fp64"
+    with pytest.raises(user_kernel.KernelSpecError, match=r"precision = 'fp64'; expected \"ieee\" or \"tf32\""):
+        user_kernel._attribute(f, "precision", "ieee", lambda v: v in ("ieee", "tf32"), "x.py:f", '"ieee" or "tf32"')
+    assert not user_kernel._dtype_tuple(("float16",)) and not user_kernel._dtype_tuple(())
+
+
+def test_the_plugin_is_inert_in_other_projects(pytester):
+    pytester.makepyfile(test_other="def test_nothing():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=300)
+    result.assert_outcomes(passed=1)
+    assert "gemm backend" not in result.stdout.str() and "GEMM targets" not in result.stdout.str()
+
+
+def test_the_markers_are_registered(pytester):
+    result = pytester.runpytest_subprocess("--markers", "-p", "no:cacheprovider", timeout=300)
+    result.stdout.fnmatch_lines(["@pytest.mark.gpu: needs a CUDA GPU*", "@pytest.mark.interpreter: *",
+                                 "@pytest.mark.slow: *", "@pytest.mark.large: *"])
+
+
+@pytest.mark.parametrize("worker, visible, expected", [
+    ("gw0", "0,1,2,3", "0"), ("gw5", "0,1,2,3", "1"), ("gw2", "3,7", "3"), ("", "0,1", None), ("gw1", "", None),
+])
+def test_each_xdist_worker_gets_its_own_gpu(worker, visible, expected):
+    environ = {"PYTEST_XDIST_WORKER": worker, "CUDA_VISIBLE_DEVICES": visible}
+    assert plugin.assign_gpu_for_xdist_worker(environ) == expected
+    if expected is not None:
+        assert environ["CUDA_VISIBLE_DEVICES"] == expected
