@@ -1,6 +1,7 @@
 """The slow, obviously-right baseline: the thread-level view of seed 000 made Triton. Each program
 owns a small tile of C and, for k = 0 .. K-1, adds the outer product of column k of A and row k of
-B: every C[i, j] is the plain fp32 sum of A[i, k] * B[k, j], on CUDA cores. Arbitrary strides.
+B: every C[i, j] is the plain fp32 sum of A[i, k] * B[k, j], on CUDA cores. Arbitrary strides, and
+64-bit offset arithmetic, so no 2**31 limit.
 
 It deliberately avoids the tempting `tl.sum(a[:, :, None] * b[None, :, :], axis=1)`: Triton's
 combine pass rewrites that pattern into a tt.dot, which for fp32 runs in tf32 by default (on an
@@ -12,7 +13,7 @@ import triton.language as tl
 
 from kernels import dtypes, operands, registry
 from kernels.dtypes import ALL_DTYPES
-from kernels.registry import Requirements, Variant, register
+from kernels.registry import Variant, register
 
 
 @triton.jit
@@ -24,13 +25,18 @@ def naive_kernel(
 ):
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
-    offs_m = pid_m * BM + tl.arange(0, BM)
-    offs_n = pid_n * BN + tl.arange(0, BN)
+    # 64-bit offsets: element offsets past 2**31 (huge operands) stay exact
+    offs_m = (pid_m * BM + tl.arange(0, BM)).to(tl.int64)
+    offs_n = (pid_n * BN + tl.arange(0, BN)).to(tl.int64)
     acc = tl.zeros((BM, BN), dtype=ACC)
-    for k in range(0, K):
-        a = tl.load(a_ptr + offs_m * stride_am + k * stride_ak, mask=offs_m < M, other=0.0).to(ACC)
-        b = tl.load(b_ptr + k * stride_bk + offs_n * stride_bn, mask=offs_n < N, other=0.0).to(ACC)
+    a_ptrs = a_ptr + offs_m * stride_am  # column k of A's tile, then advanced one column at a time
+    b_ptrs = b_ptr + offs_n * stride_bn
+    for _ in range(0, K):
+        a = tl.load(a_ptrs, mask=offs_m < M, other=0.0).to(ACC)
+        b = tl.load(b_ptrs, mask=offs_n < N, other=0.0).to(ACC)
         acc += a[:, None] * b[None, :]
+        a_ptrs += stride_ak
+        b_ptrs += stride_bk
     tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn,
              acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
@@ -60,7 +66,6 @@ register(
         precision="ieee",
         blocks={"cpu": (CPU_CONFIG + (1,),), "cuda": (GPU_CONFIG + (1,),)},
         origin="seed 000: the thread-level CUDA matmul, one small tile of C per program",
-        requirements=Requirements(max_offset=2**31 - 1),
-        description="rank-1 updates on CUDA cores, no tl.dot",
+        description="rank-1 updates on CUDA cores, no tl.dot, 64-bit offsets",
     )
 )

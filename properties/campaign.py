@@ -1,10 +1,13 @@
 """The fuzzing campaign: every selected (variant, dtype) pair, for a time budget.
 
-    gemm-fuzz --budget 10m [--backend auto] [--dtype fp16] [--variant 'tiled*'] [--report reports/NAME]
+    gemm-fuzz --budget 10m [--backend auto] [--dtype fp16] [--variant 'tiled*'] [--kernel my.py:matmul]
 
-The budget is shared evenly among the targets. Each target runs Hypothesis in rounds (so it stops
-on time) against one shared example database, so a failure found in one round is replayed first in
-the next run. A failure is shrunk to its smallest case and printed; the run exits non-zero.
+The budget is shared evenly among the targets. Each target runs Hypothesis in rounds (so it stops on
+time) with the main property's checks and `hypothesis.target` climbing toward the largest
+error/bound, against one shared example database, so a failure found once is replayed first next
+time. A failure is shrunk to its smallest case, printed, and left as a repro script; the report
+directory gets summary.md, plots and the scripts (see properties/report.py). Exit status 1 if any
+target failed. On a GPU, examples run in a worker process, so a crashing kernel costs one target.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ class TargetResult:
     worst_case: str = ""
     failure: str = ""
     failing_case: object = None
+    repro: Path | None = None
     ratios: list[float] = field(default_factory=list)
 
 
@@ -45,7 +49,7 @@ def run_target(target, backend, seconds: float, database) -> TargetResult:
     from hypothesis import HealthCheck, given, settings
     from hypothesis import target as climb
 
-    from properties import check, strategies
+    from properties import isolation, strategies
 
     result = TargetResult(target.id)
     strategy = strategies.gemm_cases(target.variant, target.dtype, device_type=backend.device.type,
@@ -57,7 +61,7 @@ def run_target(target, backend, seconds: float, database) -> TargetResult:
     @given(case=strategy)
     def example(case):
         last_case[:] = [case]
-        observed = check.check(target.variant, case, backend)
+        observed = isolation.run_example(target.variant, case, backend)
         climb(observed.error_ratio, label="error / bound")
         result.examples += 1
         result.exact += observed.exact
@@ -69,34 +73,12 @@ def run_target(target, backend, seconds: float, database) -> TargetResult:
     while time.monotonic() - start < seconds:
         try:
             example()
-        except Exception as e:  # the shrunk failure: Hypothesis re-raises it last
+        except Exception as e:  # the shrunk failure: Hypothesis runs the minimal example last
             result.failure = f"{type(e).__name__}: {e}"
             result.failing_case = last_case[0] if last_case else None
             break
     result.seconds = time.monotonic() - start
     return result
-
-
-def summary_markdown(results: list[TargetResult], backend, budget: float) -> str:
-    lines = [
-        "# GEMM fuzzing campaign",
-        "",
-        *[f"- {line}" for line in backend.header()],
-        f"- budget: {budget:.0f} s over {len(results)} targets",
-        "",
-        "| target | examples | exact | examples/s | worst error/bound | verdict |",
-        "|---|---|---|---|---|---|",
-    ]
-    for r in results:
-        rate = r.examples / r.seconds if r.seconds else 0.0
-        verdict = "FAIL" if r.failure else "ok"
-        lines.append(f"| {r.target_id} | {r.examples} | {r.exact} | {rate:.1f} | {r.worst_ratio:.3g} | {verdict} |")
-    failures = [r for r in results if r.failure]
-    for r in failures:
-        lines += ["", f"## {r.target_id}: failure", "", "```", r.failure.strip(), "```"]
-        if r.failing_case is not None:
-            lines += ["", "Shrunk case (JSON):", "", "```json", r.failing_case.to_json(), "```"]
-    return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,31 +88,43 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", choices=("auto", "interpreter", "cuda"), default="auto")
     parser.add_argument("--dtype", action="append", help="input dtypes (repeatable): fp16, bf16, fp32, tf32, ...")
     parser.add_argument("--variant", action="append", help="variant name globs (repeatable)")
+    parser.add_argument("--kernel", help="fuzz your own kernel instead: PATH.py:FUNC or module:FUNC")
+    parser.add_argument("--kernel-signature", choices=("plain", "leetgpu"), default=None)
     parser.add_argument("--report", type=Path, default=None, help="report directory (default reports/<time>)")
     args = parser.parse_args(argv)
 
     from properties import backends  # chooses the backend before the kernels load
 
-    backend = backends.activate(args.backend)
+    try:
+        backend = backends.activate(args.backend)
+    except Exception as e:
+        parser.error(f"--backend {args.backend}: {e}")
     from hypothesis.database import DirectoryBasedExampleDatabase
 
     import kernels
-    from properties import targets
+    from properties import isolation, report, repro, targets, user_kernel
 
     try:
         selectors = targets.parse_selectors(args.dtype)
     except ValueError as e:
         parser.error(f"--dtype: {e}")
-    chosen = targets.targets(kernels.variants(), selectors, args.variant)
+    if args.kernel:
+        try:
+            chosen = targets.targets([user_kernel.load(args.kernel, args.kernel_signature)], selectors)
+        except user_kernel.KernelSpecError as e:
+            parser.error(str(e))
+    else:
+        chosen = targets.targets(kernels.variants(), selectors, args.variant)
     chosen = [t for t in chosen if t.variant.runs_on(backend.name)]
     if not chosen:
         parser.error("no variant and dtype match the selection on this backend")
-    report = args.report or Path("reports") / time.strftime("campaign-%Y%m%d-%H%M%S")
-    report.mkdir(parents=True, exist_ok=True)
+    isolation.configure(isolate=backend.name == "cuda", kernel_spec=args.kernel)
+    directory = args.report or Path("reports") / time.strftime("campaign-%Y%m%d-%H%M%S")
+    directory.mkdir(parents=True, exist_ok=True)
     database = DirectoryBasedExampleDatabase(".hypothesis/campaign")
 
     print("\n".join(backend.header()))
-    print(f"campaign: {len(chosen)} targets, {args.budget:.0f} s, report in {report}")
+    print(f"campaign: {len(chosen)} targets, {args.budget:.0f} s, report in {directory}")
     share = args.budget / len(chosen)
     results = []
     for i, t in enumerate(chosen, 1):
@@ -141,10 +135,15 @@ def main(argv: list[str] | None = None) -> int:
               f"worst error/bound {r.worst_ratio:.3g}  {verdict}", flush=True)
         if r.failure:
             print("    " + r.failure.strip().splitlines()[0])
-    (report / "summary.md").write_text(summary_markdown(results, backend, args.budget))
+            if r.failing_case is not None:
+                r.repro = repro.write(directory / "repros", t.variant.name, r.failing_case, backend.name, r.failure,
+                                      args.kernel, args.kernel_signature)
+                print(f"    repro: python {r.repro}")
+    (directory / "summary.md").write_text(report.summary_markdown(results, backend, args.budget))
+    report.plots(results, directory)
     failed = [r for r in results if r.failure]
     print(f"campaign: {sum(r.examples for r in results)} examples, {len(failed)} failing target(s); "
-          f"summary in {report / 'summary.md'}")
+          f"summary in {directory / 'summary.md'}")
     return 1 if failed else 0
 
 

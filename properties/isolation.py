@@ -60,10 +60,11 @@ class Worker:
     """A child process that runs examples for this one, started on first use and after a crash."""
 
     def __init__(self, backend: str, *, kernel_spec: str | None = None, sanitize: bool = False,
-                 start_timeout: float = 600.0):
+                 caching_allocator: bool = False, start_timeout: float = 600.0):
         self.backend = backend
         self.kernel_spec = kernel_spec
         self.sanitize = sanitize
+        self.caching_allocator = caching_allocator  # under sanitize: keep PyTorch's cache (to show what it hides)
         self.start_timeout = start_timeout
         self.process: subprocess.Popen | None = None
         self.lines: queue.Queue = queue.Queue()
@@ -77,7 +78,7 @@ class Worker:
 
     def _start(self) -> None:
         env = dict(os.environ, GEMM_BACKEND=self.backend, PYTHONUNBUFFERED="1")
-        if self.sanitize:
+        if self.sanitize and not self.caching_allocator:
             env["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"  # else cached blocks hide small overruns
         self.process = subprocess.Popen(self.command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=subprocess.STDOUT, text=True, bufsize=1, env=env,

@@ -16,6 +16,7 @@ shrinks to the plainest case that still fails.
 
 from __future__ import annotations
 
+from hypothesis import find, settings
 from hypothesis import strategies as st
 
 from kernels.registry import Variant
@@ -68,6 +69,20 @@ def layouts(draw, variant: Variant, operand: str, rows: int, cols: int, dtype: s
     if operand != "c" and not req.positive_strides and not req.contiguous_dim:
         broadcast = draw(_optional(st.sampled_from(["rows", "cols"]), none=""))
     return Layout(order, pad=pad, step=step, offset=offset, broadcast=broadcast)
+
+
+def simplest_case(variant: Variant, m: int, n: int, k: int, dtype: str, out_dtype: str | None = None,
+                  **fields) -> GemmCase:
+    """The plainest case of these sizes the variant accepts: what the layout strategies shrink to
+    (row-major, padded only as far as the variant's alignment needs)."""
+    out_dtype = out_dtype or name_of(variant.dtypes[by_name(dtype).dtype][0])
+
+    def plain(operand, rows, cols, operand_dtype):
+        return find(layouts(variant, operand, rows, cols, operand_dtype), lambda _: True,
+                    settings=settings(database=None))
+
+    return GemmCase(m, n, k, dtype, out_dtype, a=plain("a", m, k, dtype), b=plain("b", k, n, dtype),
+                    c=plain("c", m, n, out_dtype), **fields)
 
 
 def output_dtypes(variant: Variant, dtype: str) -> st.SearchStrategy[str]:

@@ -1,0 +1,69 @@
+"""The campaign's report directory: summary.md, two plots, and the failures' repro scripts.
+
+  summary.md        backend, versions, emulations; per target: examples, exact, examples/s, worst
+                    error/bound and where; each failure with its message and shrunk case
+  error_bound.png   the distribution of error / bound per target (how tight the bound is, how close
+                    the kernels come to it)
+  throughput.png    examples per second per target
+  repros/           one standalone script per failure (see properties/repro.py)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def summary_markdown(results, backend, budget: float) -> str:
+    lines = [
+        "# GEMM fuzzing campaign",
+        "",
+        *[f"- {line}" for line in backend.header()],
+        f"- budget: {budget:.0f} s over {len(results)} targets; {sum(r.examples for r in results)} examples",
+        "",
+        "| target | examples | exact | examples/s | worst error/bound | at | verdict |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        rate = r.examples / r.seconds if r.seconds else 0.0
+        verdict = "FAIL" if r.failure else "ok"
+        lines.append(f"| {r.target_id} | {r.examples} | {r.exact} | {rate:.1f} | {r.worst_ratio:.3g} | "
+                     f"{r.worst_case} | {verdict} |")
+    for r in (r for r in results if r.failure):
+        lines += ["", f"## {r.target_id}: failure", "", "```", r.failure.strip(), "```"]
+        if r.failing_case is not None:
+            lines += ["", "Shrunk case:", "", "```json", r.failing_case.to_json(), "```"]
+        if r.repro is not None:
+            lines += ["", f"Reproduce: `python {r.repro}`"]
+    return "\n".join(lines) + "\n"
+
+
+def plots(results, directory: Path) -> list[Path]:
+    """error_bound.png and throughput.png; none without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    names = [r.target_id for r in results]
+    written = []
+    fig, ax = plt.subplots(figsize=(max(6, 0.45 * len(names)), 4.5))
+    ax.boxplot([r.ratios or [0.0] for r in results], showfliers=True)
+    ax.set_xticks(range(1, len(names) + 1), names, rotation=75, fontsize=7)
+    ax.axhline(1.0, color="red", linewidth=0.8)
+    ax.set_ylabel("|C - A@B| / bound (max per example)")
+    ax.set_title("error / bound per target (1 = the bound; exact examples are 0)", fontsize=9)
+    fig.tight_layout()
+    written.append(directory / "error_bound.png")
+    fig.savefig(written[-1], dpi=110)
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(max(6, 0.45 * len(names)), 4))
+    ax.bar(range(len(names)), [r.examples / r.seconds if r.seconds else 0.0 for r in results])
+    ax.set_xticks(range(len(names)), names, rotation=75, fontsize=7)
+    ax.set_ylabel("examples per second")
+    fig.tight_layout()
+    written.append(directory / "throughput.png")
+    fig.savefig(written[-1], dpi=110)
+    plt.close(fig)
+    return written

@@ -1,0 +1,78 @@
+"""The campaign (README's main job): runs on a time budget, writes a report with plots, and leaves a
+repro script for each failure."""
+
+import subprocess
+import sys
+
+import pytest
+
+from properties import campaign
+
+ROOT_KERNEL = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _k(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn, BM: tl.constexpr):
+    m = tl.program_id(0) * BM + tl.arange(0, BM)
+    n = tl.program_id(1) * BM + tl.arange(0, BM)
+    kk = tl.arange(0, BM)
+    acc = tl.zeros((BM, BM), dtype=tl.float32)
+    for k in range(0, K, BM):
+        x = tl.load(a + m[:, None] * sam + (k + kk)[None, :] * sak, mask=(m[:, None] < M) & ((k + kk)[None, :] < K),
+                    other=0.0)
+        y = tl.load(b + (k + kk)[:, None] * sbk + n[None, :] * sbn, mask=((k + kk)[:, None] < K) & (n[None, :] < N),
+                    other=0.0)
+        acc = tl.dot(x, y, acc, input_precision="ieee")
+    tl.store(c + m[:, None] * scm + n[None, :] * scn, acc.to(c.dtype.element_ty),
+             mask=(m[:, None] < M) & (n[None, :] < N))
+
+
+def matmul(a, b, c):
+    _k[(triton.cdiv(a.shape[0], 16), triton.cdiv(b.shape[1], 16))](a, b, c, a.shape[0], b.shape[1], a.shape[1],
+                                                                  *a.stride(), *b.stride(), *c.stride(), BM=16)
+"""
+
+
+def test_budgets_parse():
+    assert campaign.parse_budget("90s") == 90 and campaign.parse_budget("10m") == 600
+    assert campaign.parse_budget("1h30m") == 5400 and campaign.parse_budget("45") == 45
+    for bad in ("", "ten", "5x"):
+        with pytest.raises(Exception, match="invalid budget"):
+            campaign.parse_budget(bad)
+
+
+def _fuzz(tmp_path, *args):
+    return subprocess.run([sys.executable, "-m", "properties.campaign", "--backend", "interpreter",
+                           "--report", str(tmp_path / "report"), *args], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=900)
+
+
+def test_a_short_campaign_writes_its_report(tmp_path):
+    run = _fuzz(tmp_path, "--budget", "16s", "--variant", "tiled", "--dtype", "fp16", "--dtype", "int8")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "[1/2] tiled-fp16" in run.stdout and "[2/2] tiled-int8" in run.stdout and "ok" in run.stdout
+    report = tmp_path / "report"
+    summary = (report / "summary.md").read_text()
+    assert "| tiled-fp16 |" in summary and "| tiled-int8 |" in summary and "gemm backend: interpreter" in summary
+    assert (report / "error_bound.png").stat().st_size > 0 and (report / "throughput.png").stat().st_size > 0
+
+
+def test_a_failing_kernel_leaves_a_repro_and_a_nonzero_status(tmp_path):
+    (tmp_path / "mine.py").write_text(ROOT_KERNEL.replace("& ((k + kk)[None, :] < K)", ""))  # no K mask on A
+    run = _fuzz(tmp_path, "--budget", "20s", "--kernel", "mine.py:matmul", "--dtype", "fp16")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "FAIL" in run.stdout and "repro: python " in run.stdout
+    scripts = list((tmp_path / "report" / "repros").glob("user_matmul-fp16-*.py"))
+    assert len(scripts) == 1 and "## user:matmul-fp16: failure" in (tmp_path / "report" / "summary.md").read_text()
+    replay = subprocess.run([sys.executable, str(scripts[0]), "--backend", "interpreter"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=600)
+    assert replay.returncode == 1 and "FAIL: " in replay.stdout
+
+
+def test_bad_arguments_are_refused(tmp_path):
+    for args, message in ((["--dtype", "fp64"], "unknown dtype 'fp64'"), (["--budget", "soon"], "invalid budget"),
+                          (["--kernel", "nowhere.py:f"], "no file"), (["--variant", "zzz"], "no variant and dtype")):
+        run = _fuzz(tmp_path, *args)
+        assert run.returncode == 2 and message in run.stderr, (args, run.stderr)
