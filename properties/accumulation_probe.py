@@ -83,7 +83,7 @@ def main() -> None:
     for dtype in (torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2):
         fp8 = dtype in (torch.float8_e4m3fn, torch.float8_e5m2)
         for k in (64, 1024, 4096):
-            for imprecise in ((-1, 0, 2**30) if fp8 else (-1,)):
+            for imprecise in ((-1, 0, 64) if fp8 else (-1,)):  # at most the K of one tl.dot
                 rounding = fp32_rounding(dtype) if not fp8 and k == 64 else "-"
                 label = "default" if imprecise < 0 else str(imprecise)
                 print(f"| {str(dtype).removeprefix('torch.')} | {k} | {label} | "

@@ -239,22 +239,24 @@ def _patch_fp8_widening() -> None:
 def _fp8_dot_probe(a_ptr, b_ptr, c_ptr, M: tl.constexpr):
     rows = tl.arange(0, M)
     o = tl.arange(0, 16)
-    a = tl.load(a_ptr + rows[:, None] * 16 + o[None, :])
-    b = tl.load(b_ptr + o[:, None] * 16 + o[None, :])
+    k = tl.arange(0, 32)  # an fp8 tl.dot needs K >= 32 on the GPU
+    a = tl.load(a_ptr + rows[:, None] * 32 + k[None, :])
+    b = tl.load(b_ptr + k[:, None] * 16 + o[None, :])
     tl.store(c_ptr + rows[:, None] * 16 + o[None, :], tl.dot(a, b))
 
 
 def fp8_widening_is_exact(device="cpu") -> bool:
     """Every fp8 bit pattern (NaN, Inf, subnormals included) times 1 in a tl.dot gives its exact value:
-    row r of A (256 x 16) holds pattern r in column r % 16 and zeros elsewhere, B is the identity, so
-    C[r, r % 16] = pattern r (the other columns may be NaN: 0 times a NaN)."""
+    row r of A (256 x 32) holds pattern r in column r % 16 and zeros elsewhere, B (32 x 16) is the
+    identity over zeros, so C[r, r % 16] = pattern r (other columns may be NaN: 0 times a NaN)."""
     rows = torch.arange(256)
+    identity = torch.cat([torch.eye(16), torch.zeros(16, 16)])
     for dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
-        a = torch.zeros(256, 16, dtype=torch.uint8)
+        a = torch.zeros(256, 32, dtype=torch.uint8)
         a[rows, rows % 16] = torch.arange(256, dtype=torch.uint8)
         c = torch.empty(256, 16, device=device)
         with np.errstate(invalid="ignore"):
-            _fp8_dot_probe[(1,)](a.view(dtype).to(device), torch.eye(16).to(dtype).to(device), c, M=256)
+            _fp8_dot_probe[(1,)](a.view(dtype).to(device), identity.to(dtype).to(device), c, M=256)
         got, expected = c.cpu()[rows, rows % 16].double(), a[rows, rows % 16].view(dtype).double()
         if not torch.equal(torch.nan_to_num(got, nan=7.0), torch.nan_to_num(expected, nan=7.0)):
             return False
