@@ -66,7 +66,7 @@ def descriptor_kernel(
             b = b_desc.load([off_n, off_k]).T
         else:
             b = b_desc.load([off_k, off_n])
-        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+        acc = tl.dot(a, b, acc, input_precision=PRECISION, out_dtype=ACC)
     out = acc.to(c_ptr.dtype.element_ty)
     if C_TMA:
         c_desc = _describe(c_ptr, M, N, stride_cn if C_COL else stride_cm, C_COL, BM, BN)

@@ -42,7 +42,7 @@ def grouped_kernel(
         k_left = K - k * BK
         a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (offs_k[None, :] < k_left), other=0.0)
         b = tl.load(b_ptrs, mask=(offs_k[:, None] < k_left) & (offs_n[None, :] < N), other=0.0)
-        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+        acc = tl.dot(a, b, acc, input_precision=PRECISION, out_dtype=ACC)
         a_ptrs += BK * stride_ak
         b_ptrs += BK * stride_bk
     # 5. store

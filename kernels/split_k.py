@@ -36,7 +36,7 @@ def split_k_kernel(
         k_left = K - (k * SPLIT_K + pid_k) * BK
         a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (tl.arange(0, BK)[None, :] < k_left), other=0.0)
         b = tl.load(b_ptrs, mask=(tl.arange(0, BK)[:, None] < k_left) & (offs_n[None, :] < N), other=0.0)
-        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+        acc = tl.dot(a, b, acc, input_precision=PRECISION, out_dtype=ACC)
         a_ptrs += BK * SPLIT_K * stride_ak
         b_ptrs += BK * SPLIT_K * stride_bk
     # the workspace is M x N, contiguous

@@ -43,7 +43,7 @@ def swizzle2d_kernel(
         k_remaining = k - k_loop * block_k
         a = tl.load(a_ptrs, mask=(offs_am[:, None] < m) & (offs_k[None, :] < k_remaining), other=0.0)
         b = tl.load(b_ptrs, mask=(offs_k[:, None] < k_remaining) & (offs_bn[None, :] < n), other=0.0)
-        accumulator = tl.dot(a, b, accumulator, input_precision=PRECISION)
+        accumulator = tl.dot(a, b, accumulator, input_precision=PRECISION, out_dtype=ACC)
         a_ptrs += block_k * stride_ak
         b_ptrs += block_k * stride_bk
     c = accumulator.to(c_ptr.dtype.element_ty)

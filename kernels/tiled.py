@@ -40,7 +40,7 @@ def tiled_kernel(
             mask=((k + offs_k)[:, None] < K) & (offs_n[None, :] < N),
             other=0.0,
         )
-        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+        acc = tl.dot(a, b, acc, input_precision=PRECISION, out_dtype=ACC)
     # 5. cast to C's dtype and store the tile, masked on M and N
     tl.store(
         c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn,
