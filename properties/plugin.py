@@ -48,6 +48,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--gemm-repros", default="repros", metavar="DIR",
                     help="where repro scripts of shrunk failures are written and replayed from "
                          "(default repros; '' to write none)")
+    group.addoption("--gemm-failure-log", default=None, metavar="FILE",
+                    help="append each failing test's report to FILE as soon as it fails (for runs that may "
+                         "be cut short)")
     group.addoption("--gemm-order-seed", type=int, default=None, metavar="N",
                     help="run the tests in a random order (seed N), to show no test depends on another")
     parser.addini("gemm_suite", type="bool", default=False,
@@ -107,7 +110,12 @@ MARKERS = (
 )
 
 
+_CONFIG: pytest.Config | None = None
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    global _CONFIG
+    _CONFIG = config
     for marker in MARKERS:
         config.addinivalue_line("markers", marker)
     if not _enabled(config):
@@ -296,6 +304,14 @@ def examine(request: pytest.FixtureRequest, backend):
         return observed
 
     return run
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    path = getattr(_CONFIG, "option", None) and _CONFIG.option.gemm_failure_log
+    if path and report.failed and not hasattr(_CONFIG, "workerinput"):  # the controller (or a plain run) writes
+        with open(path, "a") as log:
+            errors = [line for line in report.longreprtext.splitlines() if line.startswith("E ")]
+            log.write(f"=== {report.nodeid} ({report.when})\n" + "\n".join(errors[:80]) + "\n\n")
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
