@@ -5,6 +5,7 @@
             no example database (verdicts depend on nothing but the code), no deadline, and the
             reproduction blob printed with every failure
   campaign  thousands of examples per test, for long searches (`tox -e campaign`, `gemm-fuzz`)
+  triage    the ci examples without shrinking: every failing target's first failure, fast
 
 Choose one explicitly with `--hypothesis-profile NAME`.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import os
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 # The interpreter takes tenths of a second per example: slowness is expected, not a defect.
 _QUIET = [HealthCheck.too_slow, HealthCheck.data_too_large]
@@ -24,6 +25,10 @@ settings.register_profile(
     suppress_health_check=_QUIET,
 )
 settings.register_profile("campaign", max_examples=2000, deadline=None, suppress_health_check=_QUIET)
+settings.register_profile(
+    "triage", max_examples=25, deadline=None, derandomize=True, database=None,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate], suppress_health_check=_QUIET,
+)
 
 
 def default_profile() -> str:
