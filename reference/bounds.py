@@ -53,11 +53,12 @@ FP32_ACC = FORMATS["fp32"]
 # Tensor cores add products into fp32 with truncation rather than rounding to nearest (Fasi, Higham,
 # Mikaitis, Pranesh 2021, "Numerical behavior of NVIDIA tensor cores"): up to one ulp, 2**-23, a step.
 TENSOR_CORE_ACC_U = 2.0**-23
-# fp8 products accumulated by Hopper tensor cores: DeepSeek-V3 (section 3.3.2) reports about 14 bits
-# kept without promotion to fp32; measured through Triton 3.6's tl.dot on an H100 (see
-# properties/accumulation_probe.py and README): FP8_ACC_BITS fraction bits survive, so each
-# accumulation step errs by up to 2**-FP8_ACC_BITS, and sums of integers are exact up to 2**FP8_ACC_BITS.
-FP8_ACC_BITS = 23
+# fp8 products accumulated by Hopper tensor cores keep fewer bits than fp32: DeepSeek-V3 (section
+# 3.3.2) reports about 14. On an H100 through Triton 3.6 this suite's mixed-magnitude cases measured
+# errors up to 2**-11.7 relative to |A|.|B| at K = 31 (78 times the fp32-accumulation bound), so
+# each fp8 product is taken to err by up to 2**-FP8_ACC_BITS, and integer sums to be exact only up
+# to 2**FP8_ACC_BITS.
+FP8_ACC_BITS = 13
 # An fp32 operand of a tf32 dot keeps 10 fraction bits; truncation (measured on the H100, see
 # properties/interpreter_fixes.py) errs by up to one tf32 ulp: 2**-10 relative.
 TF32_INPUT_U = 2.0**-10
@@ -71,7 +72,7 @@ def arithmetic(input_dtype: str, precision: str = "ieee") -> Arithmetic:
         return Arithmetic("int32", 0.0, int32, 0.0, 0.0, 31, int(fmt.max))
     if fmt.name.startswith("fp8"):
         return Arithmetic(f"{fmt.name}-hopper-acc", 0.0, FP32_ACC, 2.0**-FP8_ACC_BITS, FP32_ACC.min_normal,
-                          FP8_ACC_BITS + 1, fmt.exact_integer_limit)
+                          FP8_ACC_BITS, fmt.exact_integer_limit)
     if fmt.name == "fp32" and precision == "tf32":
         return Arithmetic(
             "tf32", TF32_INPUT_U, FP32_ACC, TENSOR_CORE_ACC_U, FP32_ACC.min_normal, FP32_ACC.p, TF32.exact_integer_limit
