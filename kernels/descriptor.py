@@ -82,8 +82,9 @@ def descriptor_kernel(
 
 
 # (BM, BN, BK, GROUP_M, num_warps, num_stages). 128 x 256 x 64 is the fastest on the H100 (0.97x
-# torch.matmul at 8192 x 6144 x 4096), but transposing a column-major operand or staging a masked
-# store needs more shared memory than it leaves (278 KB of 227): those cases take 128 x 128 x 64.
+# torch.matmul at 8192 x 6144 x 4096), but transposing a column-major operand, staging a masked
+# store or staging a 4-byte output needs more shared memory than it leaves (278 KB of 227): those
+# cases take 128 x 128 x 64.
 CPU_CONFIG = (16, 32, 16, 2, 1, 1)
 GPU_CONFIG = {torch.float32: (128, 128, 32, 8, 8, 3)}
 GPU_DEFAULT = (128, 256, 64, 8, 8, 3)
@@ -112,7 +113,7 @@ def make_launch(name: str, precision: str):
         if a.device.type == "cpu":
             bm, bn, bk, group, warps, stages = CPU_CONFIG
         else:
-            plain = c_tma and not (a_col or b_col or c_col)
+            plain = c_tma and c.element_size() <= 2 and not (a_col or b_col or c_col)
             bm, bn, bk, group, warps, stages = GPU_CONFIG.get(a.dtype, GPU_DEFAULT if plain else GPU_SMALLER)
             triton.set_allocator(_allocate_scratch)  # in-kernel descriptors need global scratch memory
         descriptor_kernel[(triton.cdiv(M, bm) * triton.cdiv(N, bn),)](
