@@ -1,7 +1,8 @@
 """Cross-variant agreement: one case, every variant that accepts it, judged against each other.
 
 Two results agree when they are bit-equal (where both variants' arithmetic is exact) or within the
-sum of their two bounds elsewhere, element by element (NaN matching NaN). The majority is the largest
+sum of their two bounds elsewhere, element by element (NaN matching NaN; a non-finite value where a
+partial sum may overflow the accumulator matches anything). The majority is the largest
 group of variants that agree with more than half of the others; a variant outside it is named, with
 the first element where it differs from the majority.
 """
@@ -19,7 +20,8 @@ def _agree(x: Run, y: Run) -> np.ndarray:
         same = (x.c == y.c) | (np.isnan(x.c) & np.isnan(y.c))
         if x.exact and y.exact:
             return same
-        return same | (np.abs(x.c - y.c) <= x.bound + y.bound)
+        overflowed = (~np.isfinite(x.c) & x.nonfinite_allowed()) | (~np.isfinite(y.c) & y.nonfinite_allowed())
+        return same | overflowed | (np.abs(x.c - y.c) <= x.bound + y.bound)
 
 
 def judge(runs: dict[str, Run], case_text: str, focus: str | None = None) -> None:

@@ -2,8 +2,10 @@
 
     gemm-fuzz --budget 10m [--backend auto] [--dtype fp16] [--variant 'tiled*'] [--kernel my.py:matmul]
 
-The budget is shared evenly among the targets. Each target runs Hypothesis in rounds (so it stops on
-time) with the main property's checks and `hypothesis.target` climbing toward the largest
+The budget is shared evenly among the targets (what one target overruns, the later ones give up).
+Each target runs at least one example, then stops launching kernels at its deadline (a failure is
+still shrunk to the end), so a campaign overruns its budget by about one example per target. The
+examples run the main property's checks, with `hypothesis.target` climbing toward the largest
 error/bound, against one shared example database, so a failure found once is replayed first next
 time. A failure is shrunk to its smallest case, printed, and left as a repro script; the report
 directory gets summary.md, plots and the scripts (see properties/report.py). Exit status 1 if any
@@ -20,6 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROUND = 20  # examples per Hypothesis round
+
+
+class OutOfTime(BaseException):
+    """A target's share of the budget is spent (not an Exception, so Hypothesis does not shrink it)."""
 
 
 @dataclass
@@ -46,7 +52,7 @@ def parse_budget(text: str) -> float:
 
 
 def run_target(target, backend, seconds: float, database) -> TargetResult:
-    from hypothesis import HealthCheck, given, settings
+    from hypothesis import HealthCheck, Verbosity, given, settings
     from hypothesis import target as climb
 
     from properties import isolation, strategies
@@ -55,13 +61,21 @@ def run_target(target, backend, seconds: float, database) -> TargetResult:
     strategy = strategies.gemm_cases(target.variant, target.dtype, device_type=backend.device.type,
                                      max_dim=backend.max_dim)
     last_case = []
+    failing = []  # set once an example fails: from then on every example runs, so shrinking completes
+    deadline = time.monotonic() + seconds
 
     @settings(max_examples=ROUND, deadline=None, database=database, print_blob=False,
-              suppress_health_check=list(HealthCheck))
+              verbosity=Verbosity.quiet, suppress_health_check=list(HealthCheck))
     @given(case=strategy)
     def example(case):
+        if result.examples and not failing and time.monotonic() > deadline:
+            raise OutOfTime  # a BaseException: Hypothesis lets it through, ending the round at once
         last_case[:] = [case]
-        observed = isolation.run_example(target.variant, case, backend)
+        try:
+            observed = isolation.run_example(target.variant, case, backend)
+        except Exception:
+            failing.append(case)
+            raise
         climb(observed.error_ratio, label="error / bound")
         result.examples += 1
         result.exact += observed.exact
@@ -70,9 +84,11 @@ def run_target(target, backend, seconds: float, database) -> TargetResult:
             result.worst_ratio, result.worst_case = observed.error_ratio, case.describe()
 
     start = time.monotonic()
-    while time.monotonic() - start < seconds:
+    while True:
         try:
             example()
+        except OutOfTime:
+            break
         except Exception as e:  # the shrunk failure: Hypothesis runs the minimal example last
             result.failure = f"{type(e).__name__}: {e}"
             result.failing_case = last_case[0] if last_case else None
@@ -125,9 +141,10 @@ def main(argv: list[str] | None = None) -> int:
 
     print("\n".join(backend.header()))
     print(f"campaign: {len(chosen)} targets, {args.budget:.0f} s, report in {directory}")
-    share = args.budget / len(chosen)
     results = []
+    end = time.monotonic() + args.budget
     for i, t in enumerate(chosen, 1):
+        share = max(0.0, end - time.monotonic()) / (len(chosen) - i + 1)  # an overrun shrinks later shares
         r = run_target(t, backend, share, database)
         results.append(r)
         verdict = "FAIL" if r.failure else "ok"

@@ -47,12 +47,13 @@ def judge(variant: Variant, ops: Operands) -> tuple[bool, float]:
     out = by_name(case.out_dtype)
     bound = bounds.elementwise(product, case.K, arith, out)
     inf_ok = bounds.overflow_possible(product, bound, arith, out)
+    any_ok = bounds.partial_sums_may_overflow(product, bound, arith)
     oracles.all_written(ops.c.view, product.value, unwritten_bits(out))
     if bounds.exact_expected(product, arith):
         oracles.exact(ops.c.view, product.value, out)
         return True, 0.0
     try:
-        return False, oracles.within_bound(ops.c.view, product.value, bound, inf_ok)
+        return False, oracles.within_bound(ops.c.view, product.value, bound, inf_ok, any_ok)
     except oracles.GemmMismatch as e:
         if arith.name == "fp32-fp32acc" and _within_tf32_bound(ops, product, out):
             e.args = (e.args[0] + "\nC is within the tf32 bound: the kernel computes fp32 in tf32 (tl.dot's default "
@@ -64,7 +65,8 @@ def _within_tf32_bound(ops: Operands, product, out) -> bool:
     arith = bounds.arithmetic("fp32", "tf32")
     bound = bounds.elementwise(product, ops.case.K, arith, out)
     try:
-        oracles.within_bound(ops.c.view, product.value, bound, bounds.overflow_possible(product, bound, arith, out))
+        oracles.within_bound(ops.c.view, product.value, bound, bounds.overflow_possible(product, bound, arith, out),
+                             bounds.partial_sums_may_overflow(product, bound, arith))
     except oracles.GemmMismatch:
         return False
     return True

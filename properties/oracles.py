@@ -39,13 +39,18 @@ def exact(c: torch.Tensor, reference: np.ndarray, out: Format) -> None:
         )
 
 
-def within_bound(c: torch.Tensor, reference: np.ndarray, bound: np.ndarray, inf_allowed: np.ndarray) -> float:
+def within_bound(c: torch.Tensor, reference: np.ndarray, bound: np.ndarray, inf_allowed: np.ndarray,
+                 nonfinite_allowed: np.ndarray | None = None) -> float:
     """|C - reference| <= bound elementwise; NaN exactly where the reference is NaN; +-Inf only where
-    the reference is that infinity or may overflow. Returns the largest error / bound ratio."""
+    the reference is that infinity or may overflow (`inf_allowed`: with the reference's sign); any
+    non-finite value where a partial sum may overflow the accumulator (`nonfinite_allowed`). Returns
+    the largest error / bound ratio."""
     got = to_float64(c)
     ref_nan = np.isnan(reference)
     both_inf = np.isinf(got) & (got == reference)
     overflow_ok = np.isinf(got) & inf_allowed & (np.sign(got) == np.sign(reference))
+    if nonfinite_allowed is not None:
+        overflow_ok |= ~np.isfinite(got) & nonfinite_allowed & ~np.isnan(reference)
     with np.errstate(invalid="ignore"):
         err = np.abs(got - reference)
         ok = (err <= bound) | both_inf | overflow_ok | (ref_nan & np.isnan(got))

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from kernels.registry import Variant
 from properties import check, oracles
@@ -33,15 +34,24 @@ class Run:
     value: np.ndarray  # float64 reference
     bound: np.ndarray
     exact: bool
+    may_overflow: np.ndarray | None = None  # where a non-finite C is legitimate (see bounds)
+
+    def nonfinite_allowed(self) -> np.ndarray:
+        return np.zeros(self.c.shape, dtype=bool) if self.may_overflow is None else self.may_overflow
+
+
+def _run(c: torch.Tensor, product: numpy_ref.Product, k: int, arith: bounds.Arithmetic, out: Format) -> Run:
+    bound = bounds.elementwise(product, k, arith, out)
+    may_overflow = bounds.overflow_possible(product, bound, arith, out) | bounds.partial_sums_may_overflow(
+        product, bound, arith)
+    return Run(numpy_ref.to_float64(c), product.value, bound, bounds.exact_expected(product, arith), may_overflow)
 
 
 def observed(variant: Variant, ops: Operands) -> Run:
     """The Run of an example the main property has already judged."""
     case = ops.case
     product = numpy_ref.product(ops.a.view, ops.b.view)
-    arith = bounds.arithmetic(case.dtype, variant.precision)
-    bound = bounds.elementwise(product, case.K, arith, by_name(case.out_dtype))
-    return Run(numpy_ref.to_float64(ops.c.view), product.value, bound, bounds.exact_expected(product, arith))
+    return _run(ops.c.view, product, case.K, bounds.arithmetic(case.dtype, variant.precision), by_name(case.out_dtype))
 
 
 def flipped(layout: Layout) -> Layout:
@@ -65,10 +75,8 @@ def solve(variant: Variant, a: np.ndarray, b: np.ndarray, layouts: tuple[Layout,
     oracles.input_unchanged(ga)
     oracles.input_unchanged(gb)
     product = numpy_ref.product(ga.view, gb.view)
-    arith = bounds.arithmetic(fin.name, precision)
-    bound = bounds.elementwise(product, a.shape[1], arith, fout)
     oracles.all_written(gc.view, product.value, unwritten_bits(fout))
-    return Run(numpy_ref.to_float64(gc.view), product.value, bound, bounds.exact_expected(product, arith))
+    return _run(gc.view, product, a.shape[1], bounds.arithmetic(fin.name, precision), fout)
 
 
 def _aligned(variant: Variant, layout: Layout, shape: tuple[int, int], fmt: Format) -> Layout:
@@ -97,13 +105,19 @@ def _compare(relation: str, got: np.ndarray, expected: np.ndarray, slack: np.nda
             f"was expected ({how}); {int(bad.sum())} of {bad.size} elements differ")
 
 
+def _finite_expected(first: Run, other_may_overflow: np.ndarray) -> np.ndarray:
+    """Elements where neither run may legitimately overflow: there the relation must hold."""
+    return ~(first.nonfinite_allowed() | other_may_overflow)
+
+
 def transpose(variant: Variant, ops: Operands, first: Run, backend) -> None:
     case = ops.case
     a, b = numpy_ref.to_float64(ops.a.view), numpy_ref.to_float64(ops.b.view)
     layouts = (flipped(case.b), flipped(case.a), flipped(case.c))
     second = solve(variant, b.T, a.T, layouts, by_name(case.dtype), by_name(case.out_dtype), backend,
                    variant.precision)
-    _compare("transpose", second.c.T, first.c, first.bound + second.bound.T, first.exact and second.exact)
+    _compare("transpose", second.c.T, first.c, first.bound + second.bound.T, first.exact and second.exact,
+             _finite_expected(first, second.nonfinite_allowed().T))
 
 
 def scale(variant: Variant, ops: Operands, first: Run, backend, k: int) -> bool:
@@ -124,7 +138,8 @@ def scale(variant: Variant, ops: Operands, first: Run, backend, k: int) -> bool:
         return False
     second = solve(variant, a * factor, b, (case.a, case.b, case.c), fin, fout, backend, variant.precision)
     exact = variant.deterministic or (first.exact and second.exact)
-    _compare(f"scale A by 2**{k}", second.c, first.c * factor, first.bound * factor + second.bound, exact)
+    _compare(f"scale A by 2**{k}", second.c, first.c * factor, first.bound * factor + second.bound, exact,
+             _finite_expected(first, second.nonfinite_allowed()))
     return True
 
 
@@ -138,7 +153,7 @@ def zero_padding(variant: Variant, ops: Operands, first: Run, backend, extra: in
     second = solve(variant, a2, b2, (case.a, case.b, case.c), by_name(case.dtype), by_name(case.out_dtype),
                    backend, variant.precision)
     _compare(f"append {extra} zero columns to A and rows to B", second.c, first.c, first.bound + second.bound,
-             first.exact and second.exact)
+             first.exact and second.exact, _finite_expected(first, second.nonfinite_allowed()))
 
 
 def split_k(variant: Variant, ops: Operands, first: Run, backend, k1: int) -> None:
@@ -151,7 +166,7 @@ def split_k(variant: Variant, ops: Operands, first: Run, backend, k1: int) -> No
     threshold = fout.overflow_threshold
     comparable = np.ones(first.c.shape, dtype=bool)
     for run in (first, left, right):  # only where every run's result is finite and cannot overflow
-        comparable &= np.isfinite(run.value) & (np.abs(run.value) + run.bound < threshold)
+        comparable &= np.isfinite(run.value) & (np.abs(run.value) + run.bound < threshold) & ~run.nonfinite_allowed()
     representable = all(np.array_equal(_rounded(run.value, fout), run.value, equal_nan=True)
                         for run in (first, left, right))
     exact = first.exact and left.exact and right.exact and representable
@@ -160,6 +175,4 @@ def split_k(variant: Variant, ops: Operands, first: Run, backend, k1: int) -> No
 
 
 def _rounded(x: np.ndarray, fmt: Format) -> np.ndarray:
-    import torch
-
     return numpy_ref.to_float64(torch.from_numpy(x).to(fmt.dtype))

@@ -118,7 +118,17 @@ def exact_expected(product: Product, arith: Arithmetic) -> bool:
 
 
 def overflow_possible(product: Product, bound: np.ndarray, arith: Arithmetic, out: Format) -> np.ndarray:
-    """Where may a correct kernel return +-Inf: the exact result's interval reaches the overflow
-    threshold of C's dtype or of the accumulator."""
+    """Where may a correct kernel return +-Inf of the result's sign: the exact result's interval
+    reaches the overflow threshold of C's dtype or of the accumulator."""
     limit = min(out.overflow_threshold, arith.acc.overflow_threshold)
     return np.abs(product.value) + bound >= limit
+
+
+def partial_sums_may_overflow(product: Product, bound: np.ndarray, arith: Arithmetic) -> np.ndarray:
+    """Where may a correct kernel return any non-finite value (+Inf, -Inf or NaN) for a finite result:
+    some partial sum, in some summation order, may pass the accumulator's overflow threshold, though
+    the final result does not (sum |a||b| bounds every partial sum). Which infinity, or NaN when a
+    split reduction meets both, depends on the order: a property of the arithmetic, not a bug."""
+    if not arith.acc.is_float:
+        return np.zeros(product.magnitude.shape, dtype=bool)
+    return product.magnitude + bound >= arith.acc.overflow_threshold

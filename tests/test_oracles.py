@@ -90,6 +90,27 @@ def test_within_bound_accepts_inf_only_where_the_result_may_overflow():
         oracles.within_bound(c, ref, bound, inf_ok)
 
 
+def test_a_partial_sum_past_the_accumulator_range_may_leave_any_non_finite_value():
+    # 2**127 + 2**127 - 2**127 - 2**127: exactly 0, but an fp32 accumulator overflows on the way in
+    # one summation order and not in another; a correct kernel may return +-Inf or NaN there
+    big = 2.0**127
+    a = torch.tensor([[big, big, -big, -big], [1.0, 1.0, 1.0, 1.0]], dtype=torch.bfloat16)
+    b = torch.tensor([[1.0], [1.0], [1.0], [1.0]], dtype=torch.bfloat16)
+    product = numpy_ref.product(a, b)
+    arith, bf16 = bounds.arithmetic("bf16"), by_name("bf16")
+    bound = bounds.elementwise(product, 4, arith, bf16)
+    inf_ok = bounds.overflow_possible(product, bound, arith, bf16)
+    any_ok = bounds.partial_sums_may_overflow(product, bound, arith)
+    assert any_ok.tolist() == [[True], [False]] and not inf_ok.any()
+    for first in (float("inf"), float("-inf"), float("nan"), 0.0):
+        oracles.within_bound(torch.tensor([[first], [4.0]], dtype=torch.bfloat16), product.value, bound, inf_ok, any_ok)
+    with pytest.raises(oracles.GemmMismatch, match=r"C\[1, 0\] = inf"):  # |A||B| is small in row 1: no excuse
+        oracles.within_bound(torch.tensor([[0.0], [float("inf")]], dtype=torch.bfloat16), product.value, bound,
+                             inf_ok, any_ok)
+    with pytest.raises(oracles.GemmMismatch, match=r"C\[0, 0\] = inf"):  # without the mask, the same fails
+        oracles.within_bound(torch.tensor([[float("inf")], [4.0]], dtype=torch.bfloat16), product.value, bound, inf_ok)
+
+
 def test_all_written_catches_an_untouched_element_but_not_a_computed_nan():
     ops = materialize(_case())
     product = numpy_ref.product(ops.a.view, ops.b.view)
