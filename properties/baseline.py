@@ -5,10 +5,11 @@ test_core.py), to measure the suite against: what a conventional GEMM test catch
              cases (128x256x32 ... 32x32x128) and its small-M/N cases (2x2x16, 1x64x64, 64x2x64,
              64x64x4), which run in the interpreter (on NVIDIA GPUs test_dot skips them)
   inputs     plain contiguous row-major tensors, standard normal x 0.1 from RandomState(17), in the
-             input dtype; no guard bands, no NaN poison, no out-of-bounds detection
+             input dtype (int8: integers over its whole range, into int32); no guard bands, no NaN
+             poison, no out-of-bounds detection
   output     C allocated with torch.zeros (test_dot itself pre-fills it with 1 + 0.1 x normal, for its
              add-matrix epilogue)
-  reference  np.matmul in the input dtype
+  reference  np.matmul in the input dtype (bf16: in fp32; int8: in int64)
   verdict    np.testing.assert_allclose with rtol 0.01 and atol 1e-2 for fp16 outputs, 1e-3 for fp32
 
 test_dot runs one program whose block is the whole matrix; here each variant's own launcher runs
@@ -50,20 +51,27 @@ TEST_DOT_SHAPES = (
 LARGE = 2**20
 SHAPES = tuple(sorted((s for s in TEST_DOT_SHAPES if s[0] * s[1] * s[2] < LARGE), key=lambda s: s[0] * s[1] * s[2]))
 RTOL = 0.01
-ATOL = {"fp16": 1e-2, "fp32": 1e-3}
-NUMPY = {"fp16": np.float16, "fp32": np.float32}
-TORCH = {"fp16": torch.float16, "fp32": torch.float32}
+ATOL = {"fp16": 1e-2, "bf16": 1e-2, "fp32": 1e-3, "int8": 1e-2}
+# numpy has no bf16: its values are drawn in fp32, rounded to bf16, and multiplied in fp32
+NUMPY = {"fp16": np.float16, "bf16": np.float32, "fp32": np.float32, "int8": np.int8}
+TORCH = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, "int8": torch.int8}
+OUT = {"int8": torch.int32}  # test_dot's int8 -> int32; the others keep their dtype
 
 PASSED, FAILED, RAISED = 0, 10, 11  # exit codes of `python -m properties.baseline`
 
 
 def operands(M: int, N: int, K: int, dtype: str) -> tuple[np.ndarray, np.ndarray]:
-    """test_dot's inputs: normal values from RandomState(17), scaled by 0.1, in the input dtype."""
+    """test_dot's inputs from RandomState(17): normal values scaled by 0.1 in the input dtype, or
+    integers over int8's whole range."""
     rs = np.random.RandomState(17)
+    if dtype == "int8":
+        return rs.randint(-128, 128, (M, K)).astype(np.int8), rs.randint(-128, 128, (K, N)).astype(np.int8)
     x = rs.normal(0, 1, (M, K)).astype(NUMPY[dtype])
     y = rs.normal(0, 1, (K, N)).astype(NUMPY[dtype])
     x *= 0.1
     y *= 0.1
+    if dtype == "bf16":
+        x, y = (torch.from_numpy(v).to(torch.bfloat16).float().numpy() for v in (x, y))
     return x, y
 
 
@@ -72,13 +80,15 @@ def check_shape(variant, M: int, N: int, K: int, dtype: str) -> bool:
     Returns False, without launching, for operands the variant's launcher refuses (as test_dot skips
     what a backend does not support: tensor descriptors need 16-byte strides, N=2 fp16 has 4)."""
     x, y = operands(M, N, K, dtype)
-    a, b, c = torch.from_numpy(x), torch.from_numpy(y), torch.zeros((M, N), dtype=TORCH[dtype])
+    a, b = torch.from_numpy(x).to(TORCH[dtype]), torch.from_numpy(y).to(TORCH[dtype])
+    c = torch.zeros((M, N), dtype=OUT.get(dtype, TORCH[dtype]))
     try:
         kernels.operands.check(variant, a, b, c)
     except (TypeError, ValueError):
         return False
     variant.launch(a, b, c)
-    np.testing.assert_allclose(np.matmul(x, y), c.numpy(), rtol=RTOL, atol=ATOL[dtype])
+    expected = np.matmul(x.astype(np.int64), y.astype(np.int64)) if dtype == "int8" else np.matmul(x, y)
+    np.testing.assert_allclose(expected, c.float().numpy(), rtol=RTOL, atol=ATOL[dtype])
     return True
 
 
@@ -150,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--mutant", help="a mutant of kernels.mutants")
     group.add_argument("--variant", help="a registered variant")
-    parser.add_argument("--dtype", action="append", choices=tuple(NUMPY), help="default: the mutant's dtype, "
+    parser.add_argument("--dtype", action="append", choices=tuple(TORCH), help="default: the mutant's dtype, "
                         "or every baseline dtype the variant takes")
     parser.add_argument("--keep-going", action="store_true", help="run every shape, not only up to the first failure")
     parser.add_argument("--all-shapes", action="store_true", help="also the three largest of test_dot's shapes")

@@ -19,6 +19,9 @@ MUTANTS = kernels.mutants.mutants()
 ON_THE_INTERPRETER = [pytest.param(m, id=m.name) for m in MUTANTS if not m.gpu_only]
 GPU_ONLY = [pytest.param(m, id=m.name) for m in MUTANTS if m.gpu_only]
 EVERY = [pytest.param(m, id=m.name) for m in MUTANTS]
+# Arithmetic bugs, which a compiled kernel has as much as an interpreted one: caught on both backends
+ARITHMETIC = ("persistent_default_precision", "tiled_fp16_accumulator", "tiled_bf16_through_fp16",
+              "tiled_nan_to_zero", "tiled_int8_accumulator")
 
 
 def _caught_and_shrunk(mutant, backend, record_property):
@@ -45,6 +48,18 @@ def test_caught_and_shrunk_on_the_interpreter(mutant, backend, record_property):
 @pytest.mark.parametrize("mutant", GPU_ONLY)
 def test_gpu_only_mutant_caught_and_shrunk_on_the_gpu(mutant, backend, record_property):
     _caught_and_shrunk(mutant, backend, record_property)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ARITHMETIC)
+def test_arithmetic_mutant_caught_on_the_gpu_too(name, backend, record_property):
+    """Compiled, with the GPU's blocks and shapes up to the GPU's limit: caught by the same check (the
+    shrunk case may differ from the interpreter's, as the blocks do)."""
+    mutant = kernels.mutants.get(name)
+    found = mutation.hunt(mutant, backend)
+    record_property("shrunk", found.shrunk.describe() if found.shrunk else None)
+    assert found.caught, f"{name} ({mutant.bug}) was not caught on the GPU in {found.examples} examples"
+    assert found.error == mutant.caught_as, f"{name}: {found.message}"
 
 
 def _registered_cases_hold(mutant, backend):
@@ -103,5 +118,5 @@ def test_the_registry_is_complete():
     for m in MUTANTS:
         assert m.bug and "\n" not in m.bug and m.why and "\n" not in m.why
         assert m.caught_as in ("OutOfBoundsAccess", "GemmMismatch")
-        assert mutation.expected_case(m).dtype in ("fp16", "bf16", "fp32")
+        assert mutation.expected_case(m).dtype in ("fp16", "bf16", "fp32", "int8")
         assert (m.shrinks_to is None) == (not m.shrinks_to_why)

@@ -1,0 +1,66 @@
+"""tiled accumulating int8 inputs in an int8 accumulator: each K strip's int32 dot is narrowed to
+int8 and added there, so any partial sum outside [-128, 127] wraps."""
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels import operands
+from kernels.mutants import Mutant, register, variant
+from kernels.registry import Requirements, Variant
+
+NAME = "tiled_int8_accumulator"
+
+
+@triton.jit
+def tiled_int8_accumulator_kernel(
+    a_ptr, b_ptr, c_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    offs_m = pid_m * BM + tl.arange(0, BM)
+    offs_n = pid_n * BN + tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.int8)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + offs_m[:, None] * stride_am + (k + offs_k)[None, :] * stride_ak,
+                    mask=(offs_m[:, None] < M) & ((k + offs_k)[None, :] < K), other=0)
+        b = tl.load(b_ptr + (k + offs_k)[:, None] * stride_bk + offs_n[None, :] * stride_bn,
+                    mask=((k + offs_k)[:, None] < K) & (offs_n[None, :] < N), other=0)
+        acc += tl.dot(a, b, out_dtype=tl.int32).to(tl.int8)
+    tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn, acc.to(c_ptr.dtype.element_ty),
+             mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+CPU_CONFIG = (16, 32, 16, 1, 1)
+GPU_CONFIG = (128, 128, 64, 8, 3)
+
+
+def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
+    M, N, K = operands.check(variant(NAME), a, b, c)
+    if M == 0 or N == 0:
+        return
+    bm, bn, bk, warps, stages = CPU_CONFIG if a.device.type == "cpu" else GPU_CONFIG
+    tiled_int8_accumulator_kernel[(triton.cdiv(M, bm), triton.cdiv(N, bn))](
+        a, b, c, M, N, K,
+        a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+        BM=bm, BN=bn, BK=bk, num_warps=warps, num_stages=stages,
+    )
+
+
+register(Mutant(
+    variant=Variant(
+        name=NAME, launch=launch, dtypes={torch.int8: (torch.int32,)}, precision="ieee",
+        blocks={"cpu": (CPU_CONFIG[:3],), "cuda": (GPU_CONFIG[:3],)},
+        origin="mutant of tiled (seed 002)", requirements=Requirements(max_offset=2**31 - 1),
+        description="int8 accumulator",
+    ),
+    bug="int8 accumulator: partial sums narrowed to int8, so they wrap past 127",
+    dtype="int8",
+    smallest=dict(M=1, N=1, K=1, profile="small_ints"),
+    why="one product past 127 (small_ints draws int8 values up to 64 in magnitude) wraps in the int8 accumulator",
+    caught_as="GemmMismatch",
+    unaffected=dict(profile="ones"),))
