@@ -40,6 +40,7 @@ class TargetResult:
     failing_case: object = None
     repro: Path | None = None
     ratios: list[float] = field(default_factory=list)
+    torch_ratios: list[float] = field(default_factory=list)
 
 
 def parse_budget(text: str) -> float:
@@ -80,6 +81,8 @@ def run_target(target, backend, seconds: float, database) -> TargetResult:
         result.examples += 1
         result.exact += observed.exact
         result.ratios.append(observed.error_ratio)
+        if observed.torch_ratio is not None:
+            result.torch_ratios.append(observed.torch_ratio)
         if observed.error_ratio >= result.worst_ratio:
             result.worst_ratio, result.worst_case = observed.error_ratio, case.describe()
 

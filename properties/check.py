@@ -6,12 +6,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from kernels.registry import Variant
 from properties import backends, oracles, sanitizer
 from properties.cases import GemmCase, Operands, materialize, unwritten_bits
-from reference import bounds, numpy_ref
+from reference import bounds, numpy_ref, torch_ref
 from reference.formats import by_name
 
 
@@ -24,6 +25,9 @@ class Observation:
     exact: bool  # judged bit-exact (True) or within the bound (False)
     error_ratio: float  # largest |C - reference| / bound; 0 on exact cases
     seconds: float
+    # largest |C - reference| over torch.matmul's on the same inputs and device; None on exact cases
+    # and where torch is exact
+    torch_ratio: float | None = None
 
 
 def launch(variant: Variant, ops: Operands, backend: backends.Backend) -> None:
@@ -89,4 +93,18 @@ def run(variant: Variant, case: GemmCase, backend: backends.Backend | None = Non
     except (oracles.GemmMismatch, sanitizer.OutOfBoundsAccess) as e:
         e.args = (f"variant {variant.name!r} on {case.describe()}:\n{e.args[0]}",) + e.args[1:]
         raise
-    return Observation(variant.name, case, exact, ratio, time.perf_counter() - start), ops
+    versus_torch = None if exact else torch_error_ratio(ops)
+    return Observation(variant.name, case, exact, ratio, time.perf_counter() - start, versus_torch), ops
+
+
+def torch_error_ratio(ops: Operands) -> float | None:
+    """The kernel's largest error against torch.matmul's (native dtype, same device, same inputs),
+    over the elements where all three are finite; None where torch is exact there."""
+    reference = numpy_ref.product(ops.a.view, ops.b.view).value
+    mine = numpy_ref.to_float64(ops.c.view)
+    theirs = numpy_ref.to_float64(torch_ref.on_device(ops.a.view, ops.b.view, ops.c.view.dtype))
+    finite = np.isfinite(reference) & np.isfinite(mine) & np.isfinite(theirs)
+    torch_error = np.abs(theirs - reference)[finite].max(initial=0.0)
+    if torch_error == 0:
+        return None
+    return float(np.abs(mine - reference)[finite].max() / torch_error)

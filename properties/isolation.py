@@ -209,7 +209,7 @@ def run_example(variant, case, backend):
     if answer.status != "pass":
         _raise_failure(answer.payload)
     return check.Observation(variant.name, case, answer.payload["exact"], answer.payload["error_ratio"],
-                             time.perf_counter() - start)
+                             time.perf_counter() - start, answer.payload.get("torch_ratio"))
 
 
 def output_of(backend: str, variant, case, *, timeout: float = 600.0) -> np.ndarray:

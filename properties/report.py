@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from properties import stats
+
 
 def summary_markdown(results, backend, budget: float) -> str:
     lines = [
@@ -20,14 +22,15 @@ def summary_markdown(results, backend, budget: float) -> str:
         *[f"- {line}" for line in backend.header()],
         f"- budget: {budget:.0f} s over {len(results)} targets; {sum(r.examples for r in results)} examples",
         "",
-        "| target | examples | exact | examples/s | worst error/bound | at | verdict |",
-        "|---|---|---|---|---|---|---|",
+        "| target | examples | exact | examples/s | error / torch.matmul's (median, max) | worst error/bound | at "
+        "| verdict |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         rate = r.examples / r.seconds if r.seconds else 0.0
         verdict = "FAIL" if r.failure else "ok"
-        lines.append(f"| {r.target_id} | {r.examples} | {r.exact} | {rate:.1f} | {r.worst_ratio:.3g} | "
-                     f"{r.worst_case} | {verdict} |")
+        lines.append(f"| {r.target_id} | {r.examples} | {r.exact} | {rate:.1f} | {stats.versus_torch(r.torch_ratios)} "
+                     f"| {r.worst_ratio:.3g} | {r.worst_case} | {verdict} |")
     for r in (r for r in results if r.failure):
         lines += ["", f"## {r.target_id}: failure", "", "```", r.failure.strip(), "```"]
         if r.failing_case is not None:

@@ -1,9 +1,11 @@
 """What the examples of a run measured, per target (variant x dtype): how many ran, how many failed,
-the largest error / bound ratio and the case that reached it, and memory findings. Kept per process
+the largest error / bound ratio and the case that reached it, the error against torch.matmul's on
+the same inputs, and memory findings. Kept per process
 and merged across xdist workers by the plugin."""
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import asdict, dataclass, field
 
 MEMORY_ERRORS = ("OutOfBoundsAccess", "GpuMemoryError")
@@ -19,6 +21,7 @@ class TargetStats:
     worst_case: str = ""
     seconds: float = 0.0
     ratios: list[float] = field(default_factory=list)
+    torch_ratios: list[float] = field(default_factory=list)  # error / torch.matmul's, where torch errs
 
     def merge(self, other: TargetStats) -> None:
         if other.worst_ratio >= self.worst_ratio:
@@ -26,6 +29,7 @@ class TargetStats:
         for name in ("examples", "exact", "failures", "memory", "seconds"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.ratios += other.ratios
+        self.torch_ratios += other.torch_ratios
 
 
 _STATS: dict[str, TargetStats] = {}
@@ -37,6 +41,8 @@ def record_pass(target_id: str, observed) -> None:
     s.exact += observed.exact
     s.seconds += observed.seconds
     s.ratios.append(observed.error_ratio)
+    if observed.torch_ratio is not None:
+        s.torch_ratios.append(observed.torch_ratio)
     if observed.error_ratio >= s.worst_ratio:
         s.worst_ratio, s.worst_case = observed.error_ratio, observed.case.describe()
 
@@ -62,12 +68,20 @@ def local() -> dict[str, TargetStats]:
     return _STATS
 
 
+def versus_torch(ratios: list[float]) -> str:
+    """'median, max' of a target's error / torch.matmul's error ratios; '-' when torch never erred."""
+    if not ratios:
+        return "-"
+    return f"{statistics.median(ratios):.3g}, {max(ratios):.3g}"
+
+
 def table(stats: dict[str, TargetStats]) -> list[str]:
     """The summary table, one line per target."""
-    rows = [("target", "examples", "exact", "failures", "memory", "worst error/bound", "at")]
+    rows = [("target", "examples", "exact", "failures", "memory", "error/torch's (median, max)", "worst error/bound",
+             "at")]
     for target_id in sorted(stats):
         s = stats[target_id]
         rows.append((target_id, str(s.examples), str(s.exact), str(s.failures), str(s.memory),
-                     f"{s.worst_ratio:.3g}", s.worst_case))
+                     versus_torch(s.torch_ratios), f"{s.worst_ratio:.3g}", s.worst_case))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     return ["  ".join(cell.ljust(w) for cell, w in zip(r[:-1], widths)) + "  " + r[-1] for r in rows]

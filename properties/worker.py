@@ -49,7 +49,8 @@ def main(argv: list[str] | None = None) -> int:
             observed, ops = check.run(variant, case, backend)
             if request.get("output"):
                 np.save(request["output"], to_float64(ops.c.view))
-            answer({"status": "pass", "exact": observed.exact, "error_ratio": observed.error_ratio})
+            answer({"status": "pass", "exact": observed.exact, "error_ratio": observed.error_ratio,
+                    "torch_ratio": observed.torch_ratio})
         except AssertionError as e:  # an oracle's verdict (GemmMismatch, OutOfBoundsAccess)
             answer({"status": "fail", "error": type(e).__name__, "message": str(e)})
         except Exception as e:  # the kernel raised: still this example's failure, not the worker's

@@ -3,6 +3,7 @@ against wrong arithmetic."""
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -96,3 +97,19 @@ def test_exactness_is_claimed_only_where_fp32_accumulation_is_exact():
     assert not bounds.exact_expected(fractional, arith)
     tf32 = bounds.arithmetic("fp32", "tf32")
     assert not bounds.exact_expected(numpy_ref.Product(np.array([[4097.0]]), np.array([[4097.0]]), True, 4097.0), tf32)
+
+
+def test_the_torch_ratio_compares_a_result_with_torch_matmuls_error(backend):
+    import kernels
+    from properties import check
+
+    case = GemmCase(M=9, N=11, K=70, dtype="fp16", out_dtype="fp16", profile="normal", seed=5)
+    ops = materialize(case, backend.device)
+    ops.c.view.copy_(torch_ref.on_device(ops.a.view, ops.b.view, ops.c.view.dtype))
+    assert check.torch_error_ratio(ops) == 1.0  # torch's own result
+    exact = numpy_ref.product(ops.a.view, ops.b.view).value
+    ops.c.view.copy_(torch.from_numpy(exact).to(ops.c.view.dtype))
+    assert check.torch_error_ratio(ops) <= 1.0  # the exact product, rounded once, errs least
+    assert check.check(kernels.get("tiled"), case, backend).torch_ratio is not None
+    exact_case = GemmCase(M=9, N=11, K=70, dtype="fp16", out_dtype="fp16", profile="small_ints", seed=5)
+    assert check.check(kernels.get("tiled"), exact_case, backend).torch_ratio is None  # nothing to compare
