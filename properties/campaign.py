@@ -8,7 +8,7 @@ still shrunk to the end), so a campaign overruns its budget by about one example
 examples run the main property's checks, with `hypothesis.target` climbing toward the largest
 error/bound, against one shared example database, so a failure found once is replayed first next
 time. A failure is shrunk to its smallest case, printed, and left as a repro script; the report
-directory gets summary.md, plots and the scripts (see properties/report.py). Exit status 1 if any
+directory gets summary.md, plots and the scripts (see properties/report/summary.py). Exit status 1 if any
 target failed. On a GPU, examples run in a worker process, so a crashing kernel costs one target.
 """
 
@@ -57,7 +57,8 @@ def run_target(target, backend, seconds: float, database) -> TargetResult:
     from hypothesis import HealthCheck, Verbosity, given, settings
     from hypothesis import target as climb
 
-    from properties import isolation, strategies
+    from properties.model import strategies
+    from properties.run import isolation
 
     result = TargetResult(target.id)
     strategy = strategies.gemm_cases(target.variant, target.dtype, device_type=backend.device.type,
@@ -117,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     for message in ("overflow encountered", "invalid value encountered"):
         warnings.filterwarnings("ignore", message=message, category=RuntimeWarning)
 
-    from properties import backends  # chooses the backend before the kernels load
+    from properties.run import backends  # chooses the backend before the kernels load
 
     try:
         backend = backends.activate(args.backend)
@@ -126,7 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     from hypothesis.database import DirectoryBasedExampleDatabase
 
     import kernels
-    from properties import isolation, report, repro, targets, user_kernel
+    from properties.report import repros, summary
+    from properties.run import isolation, targets, user_kernel
 
     try:
         selectors = targets.parse_selectors(args.dtype)
@@ -161,11 +163,11 @@ def main(argv: list[str] | None = None) -> int:
         if r.failure:
             print("    " + r.failure.strip().splitlines()[0])
             if r.failing_case is not None:
-                r.repro = repro.write(directory / "repros", t.variant.name, r.failing_case, backend.name, r.failure,
+                r.repro = repros.write(directory / "repros", t.variant.name, r.failing_case, backend.name, r.failure,
                                       args.kernel, args.kernel_signature)
                 print(f"    repro: python {r.repro}")
-    (directory / "summary.md").write_text(report.summary_markdown(results, backend, args.budget))
-    report.plots(results, directory)
+    (directory / "summary.md").write_text(summary.summary_markdown(results, backend, args.budget))
+    summary.plots(results, directory)
     failed = [r for r in results if r.failure]
     print(f"campaign: {sum(r.examples for r in results)} examples, {len(failed)} failing target(s); "
           f"summary in {directory / 'summary.md'}")

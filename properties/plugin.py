@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from properties import settings
+from properties.run import hypothesis_profiles
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -97,7 +97,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser, args) -> 
     requested = ns.gemm_backend or "auto"
     if requested != "interpreter":
         assign_gpu_for_xdist_worker()
-    from properties import backends
+    from properties.run import backends
 
     backends.activate(requested)
 
@@ -120,7 +120,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", marker)
     if not _enabled(config):
         return
-    from properties import backends, isolation, targets
+    from properties.run import backends, isolation, targets
 
     backend = backends.activate(config.getoption("gemm_backend") or "auto")
     config._gemm_backend = backend
@@ -142,7 +142,7 @@ def pytest_configure(config: pytest.Config) -> None:
     spec = config.getoption("gemm_kernel")
     config._gemm_user = None
     if spec:
-        from properties import user_kernel
+        from properties.run import user_kernel
 
         try:
             config._gemm_user = user_kernel.load(spec, config.getoption("gemm_kernel_signature"))
@@ -163,7 +163,7 @@ def pytest_configure(config: pytest.Config) -> None:
     for message in ("invalid value encountered", "overflow encountered"):
         config.addinivalue_line("filterwarnings", f"ignore:{message}:RuntimeWarning")
     if config.getoption("hypothesis_profile", None) is None:
-        settings.load_default()
+        hypothesis_profiles.load_default()
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -172,7 +172,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         return []
     from hypothesis import settings as hs
 
-    from properties import isolation
+    from properties.run import isolation
 
     mode = isolation.settings()
     lines = backend.header() + [
@@ -203,7 +203,7 @@ class AgreementGroup:
 
 def _targets(config: pytest.Config):
     import kernels
-    from properties import targets
+    from properties.run import targets
 
     chosen = [config._gemm_user] if config._gemm_user is not None else kernels.variants()
     return targets.targets(chosen, config._gemm_selectors, None if config._gemm_user else config._gemm_globs)
@@ -230,9 +230,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             groups = [AgreementGroup(s) for s in config._gemm_selectors if s != "tf32"]  # fp32 includes tf32
         metafunc.parametrize("agreement_group", [pytest.param(g, id=g.id) for g in groups])
     if "corpus_case" in metafunc.fixturenames:
-        from properties import repro
+        from properties.report import repros
 
-        found = repro.corpus(config._gemm_repros) if config._gemm_repros else []
+        found = repros.corpus(config._gemm_repros) if config._gemm_repros else []
         params = [pytest.param(r, id=r.path.stem) for r in found]
         if not params:
             params = [pytest.param(None, id="empty", marks=pytest.mark.skip(
@@ -286,7 +286,8 @@ def examine(request: pytest.FixtureRequest, backend):
     from hypothesis import note
     from hypothesis.control import current_build_context
 
-    from properties import isolation, repro, stats
+    from properties.report import repros, stats
+    from properties.run import isolation
 
     config = request.config
 
@@ -296,7 +297,7 @@ def examine(request: pytest.FixtureRequest, backend):
         except Exception as error:
             stats.record_failure(target.id, error)
             if config._gemm_repros is not None and getattr(current_build_context(), "is_final", True):
-                path = repro.write(config._gemm_repros, target.variant.name, case, backend.name, str(error),
+                path = repros.write(config._gemm_repros, target.variant.name, case, backend.name, str(error),
                                    config.getoption("gemm_kernel"), config.getoption("gemm_kernel_signature"))
                 note(f"repro script: python {path}")
             raise
@@ -315,14 +316,14 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    from properties import stats
+    from properties.report import stats
 
     if hasattr(session.config, "workeroutput"):  # an xdist worker: hand the numbers to the controller
         session.config.workeroutput["gemm_stats"] = stats.snapshot()
 
 
 def pytest_testnodedown(node, error) -> None:
-    from properties import stats
+    from properties.report import stats
 
     data = getattr(node, "workeroutput", {}).get("gemm_stats")
     if data:
@@ -332,7 +333,7 @@ def pytest_testnodedown(node, error) -> None:
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
     if not hasattr(config, "_gemm_backend"):
         return
-    from properties import stats
+    from properties.report import stats
 
     merged: dict = {}
     stats.merge(merged, stats.snapshot())

@@ -1,10 +1,10 @@
-"""The child side of `properties.isolation`: runs examples sent by a parent process, one JSON line
+"""The child side of `properties.run.isolation`: runs examples sent by a parent process, one JSON line
 per request on stdin, one tagged JSON line per answer on stdout.
 
     python -m properties.worker --backend cuda [--kernel PATH.py:FUNC]
 
 A request: {"variant": NAME, "case": {...GemmCase...}, "output": PATH or null}. The answer is the
-verdict of `properties.check.check` ("pass" with the observation, or "fail" with the error type and
+verdict of `properties.judge.check.check` ("pass" with the observation, or "fail" with the error type and
 message) and, when `output` is given, C's values saved there as a float64 .npy. Anything else the
 kernel prints goes to stdout too; answers are the lines that start with ANSWER.
 """
@@ -31,11 +31,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kernel", default=None, help="a user kernel, PATH.py:FUNC or module:FUNC")
     args = parser.parse_args(argv)
 
-    from properties import backends
+    from properties.run import backends
 
     backend = backends.activate(args.backend)
-    from properties import check, targets
-    from properties.cases import GemmCase
+    from properties.judge import check
+    from properties.model.cases import GemmCase
+    from properties.run import targets
     from reference.numpy_ref import to_float64
 
     answer({"status": "ready", "backend": backend.name})

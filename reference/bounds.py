@@ -54,14 +54,14 @@ FP32_ACC = FORMATS["fp32"]
 # Mikaitis, Pranesh 2021, "Numerical behavior of NVIDIA tensor cores"): up to one ulp, 2**-23, a step.
 TENSOR_CORE_ACC_U = 2.0**-23
 # fp8 products accumulated by Hopper tensor cores keep fewer bits than fp32: DeepSeek-V3 (section
-# 3.3.2) reports about 14. Measured on an H100 through Triton 3.6 (python -m properties.accumulation_probe):
+# 3.3.2) reports about 14. Measured on an H100 through Triton 3.6 (python -m properties.evaluation.accumulation_probe):
 # a tl.dot on a 64 x 64 fp8 tile adds a term 2**-14 below the running sum wrongly and one 2**-13 below
 # exactly (13 bits; max_num_imprecise_acc=0 restores 23), and random terms over 24 binades err by up to
 # 2**-10.7 of sum |a||b| at K = 64. So each fp8 product's addition is taken to err by up to
 # 2**-FP8_ACC_BITS, and integer sums to be exact only up to 2**FP8_ACC_BITS.
 FP8_ACC_BITS = 13
 # An fp32 operand of a tf32 dot keeps 10 fraction bits; truncation (measured on the H100, see
-# properties/interpreter_fixes.py) errs by up to one tf32 ulp: 2**-10 relative.
+# properties/interpreter/fixes.py) errs by up to one tf32 ulp: 2**-10 relative.
 TF32_INPUT_U = 2.0**-10
 
 

@@ -4,8 +4,8 @@ variant when a user's kernel is judged by its peers."""
 import numpy as np
 import pytest
 
-from properties import agreement, relations
-from properties.oracles import GemmMismatch
+from properties.judge import agreement, relations
+from properties.judge.oracles import GemmMismatch
 
 
 def test_a_variant_that_differs_is_named(backend):

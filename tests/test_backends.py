@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from kernels.mode import BackendError
-from properties import backends, interpreter_fixes
+from properties.interpreter import fixes
+from properties.run import backends
 
 
 def test_asking_for_the_other_backend_after_loading_is_an_error(backend):
@@ -35,40 +36,40 @@ def test_importing_triton_before_choosing_the_interpreter_is_refused():
 
 @pytest.mark.interpreter
 def test_interpreter_probes_pass_after_the_fixes(backend):
-    assert interpreter_fixes.bf16_dot_is_exact()
-    assert interpreter_fixes.bf16_cast_rounds_to_nearest_even()
-    assert interpreter_fixes.tf32_dot_rounds() == interpreter_fixes.TF32_ROUNDING
-    assert interpreter_fixes.loop_bounds_work()
-    assert interpreter_fixes.masked_off_lanes_are_poisoned()
-    assert interpreter_fixes.fp8_widening_is_exact()
-    assert any("#11584" in e for e in backend.emulations) or interpreter_fixes.bf16_dot_is_exact()
+    assert fixes.bf16_dot_is_exact()
+    assert fixes.bf16_cast_rounds_to_nearest_even()
+    assert fixes.tf32_dot_rounds() == fixes.TF32_ROUNDING
+    assert fixes.loop_bounds_work()
+    assert fixes.masked_off_lanes_are_poisoned()
+    assert fixes.fp8_widening_is_exact()
+    assert any("#11584" in e for e in backend.emulations) or fixes.bf16_dot_is_exact()
 
 
 @pytest.mark.gpu
 def test_the_gpu_rounds_tf32_operands_the_way_the_interpreter_emulates(backend):
-    assert interpreter_fixes.tf32_dot_rounds(backend.device) == interpreter_fixes.TF32_ROUNDING
+    assert fixes.tf32_dot_rounds(backend.device) == fixes.TF32_ROUNDING
 
 
 @pytest.mark.gpu
 def test_the_gpu_rounds_fp32_to_bf16_to_nearest_even(backend):
-    assert interpreter_fixes.bf16_cast_rounds_to_nearest_even(backend.device)
+    assert fixes.bf16_cast_rounds_to_nearest_even(backend.device)
 
 
 @pytest.mark.gpu
 def test_the_gpu_widens_every_fp8_pattern_exactly_in_a_dot(backend):
-    assert interpreter_fixes.fp8_widening_is_exact(backend.device)
+    assert fixes.fp8_widening_is_exact(backend.device)
 
 
 @pytest.mark.gpu
 def test_the_gpu_multiplies_bf16_exactly(backend):
-    assert interpreter_fixes.bf16_dot_is_exact(backend.device)
+    assert fixes.bf16_dot_is_exact(backend.device)
 
 
 def test_round_to_tf32_modes():
     import numpy as np
 
     x = np.array([1 + 2**-11, 1 + 2**-11 + 2**-12, 1 + 2**-10 + 2**-11, np.inf, np.nan], dtype=np.float32)
-    assert list(interpreter_fixes.round_to_tf32(x, "rz")[:3]) == [1, 1, 1 + 2**-10]
-    assert list(interpreter_fixes.round_to_tf32(x, "rna")[:3]) == [1 + 2**-10, 1 + 2**-10, 1 + 2**-9]
-    assert list(interpreter_fixes.round_to_tf32(x, "rne")[:3]) == [1, 1 + 2**-10, 1 + 2**-9]
-    assert np.isinf(interpreter_fixes.round_to_tf32(x)[3]) and np.isnan(interpreter_fixes.round_to_tf32(x)[4])
+    assert list(fixes.round_to_tf32(x, "rz")[:3]) == [1, 1, 1 + 2**-10]
+    assert list(fixes.round_to_tf32(x, "rna")[:3]) == [1 + 2**-10, 1 + 2**-10, 1 + 2**-9]
+    assert list(fixes.round_to_tf32(x, "rne")[:3]) == [1, 1 + 2**-10, 1 + 2**-9]
+    assert np.isinf(fixes.round_to_tf32(x)[3]) and np.isnan(fixes.round_to_tf32(x)[4])

@@ -1,4 +1,4 @@
-"""The fixed-grid baseline of properties/baseline.py (Triton test_dot's style), measured on the same
+"""The fixed-grid baseline of properties/evaluation/baseline.py (Triton test_dot's style), measured on the same
 mutants as the suite: its verdicts match the table below, and it is fair: it passes every correct
 built-in variant, so what it misses it misses by design, not by being broken.
 
@@ -13,7 +13,7 @@ import pytest
 
 import kernels
 import kernels.mutants
-from properties import baseline
+from properties.evaluation import baseline
 
 CAUGHT = {"failed assertion"}
 MISSED = {"passed"}

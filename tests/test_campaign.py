@@ -82,7 +82,7 @@ def test_a_spent_share_stops_a_target_after_one_example(backend):
     """A target whose share of the budget is already spent still runs one example, then stops at
     once instead of finishing its Hypothesis round: the campaign keeps to its budget."""
     import kernels
-    from properties.targets import Target
+    from properties.run.targets import Target
 
     result = campaign.run_target(Target(kernels.get("tiled"), "fp16"), backend, 0.0, None)
     assert result.examples == 1 and not result.failure

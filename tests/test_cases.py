@@ -6,8 +6,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from properties import profiles
-from properties.cases import COL, GUARD, GemmCase, Layout, bits_of, materialize, unwritten_bits
+from properties.model import profiles
+from properties.model.cases import COL, GUARD, GemmCase, Layout, bits_of, materialize, unwritten_bits
 from reference.formats import by_name
 
 layouts = st.builds(Layout, order=st.sampled_from(["row", "col"]), pad=st.integers(0, 3), step=st.integers(1, 2),

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kernels import mutants
-from properties import mutation
+from properties.evaluation import mutation
 
 ROOT = Path(__file__).resolve().parent.parent
 

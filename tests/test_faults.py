@@ -1,4 +1,4 @@
-"""A crashing or hanging kernel costs one example, never the run (properties/isolation.py), and
+"""A crashing or hanging kernel costs one example, never the run (properties/run/isolation.py), and
 pytest-timeout ends a hanging test on either backend while the run goes on."""
 
 import textwrap
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from properties import isolation
-from properties.cases import GemmCase
+from properties.model.cases import GemmCase
+from properties.run import isolation
 
 FAULTS = Path(__file__).parent / "fault_kernels.py"
 CASE = GemmCase(4, 4, 4, "fp16", "fp16")

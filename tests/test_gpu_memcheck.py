@@ -6,8 +6,10 @@ import pytest
 
 import kernels
 from kernels import mutants
-from properties import check, isolation, strategies
-from properties.cases import GemmCase
+from properties.judge import check
+from properties.model import strategies
+from properties.model.cases import GemmCase
+from properties.run import isolation
 
 pytestmark = pytest.mark.gpu
 

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 import kernels
-from properties import check, strategies
+from properties.judge import check
+from properties.model import strategies
 from reference.formats import name_of
 
 VARIANTS = [pytest.param(v, id=v.name) for v in kernels.variants()]

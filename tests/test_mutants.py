@@ -5,7 +5,7 @@ local minimum the registry documents). The registered
 cases are checked too: the smallest fails, and the kernel is right where the bug claims not to reach.
 
 Each search's measurements (examples and seconds to the first failure, seconds with shrinking, the
-shrunk case) are attached to the test report as properties; `python -m properties.mutation` prints
+shrunk case) are attached to the test report as properties; `python -m properties.evaluation.mutation` prints
 them all as a table."""
 
 import pytest
@@ -14,7 +14,7 @@ from hypothesis import settings
 
 import kernels
 import kernels.mutants
-from properties import mutation
+from properties.evaluation import mutation
 
 MUTANTS = kernels.mutants.mutants()
 ON_THE_INTERPRETER = [pytest.param(m, id=m.name) for m in MUTANTS if not m.gpu_only]

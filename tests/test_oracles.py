@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from properties import oracles
-from properties.cases import GemmCase, Layout, materialize, unwritten_bits
+from properties.judge import oracles
+from properties.model.cases import GemmCase, Layout, materialize, unwritten_bits
 from reference import bounds, numpy_ref
 from reference.formats import by_name
 

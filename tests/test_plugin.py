@@ -7,7 +7,8 @@ import textwrap
 
 import pytest
 
-from properties import plugin, user_kernel
+from properties import plugin
+from properties.run import user_kernel
 
 KERNEL = textwrap.dedent("""
     import triton

@@ -9,9 +9,9 @@ import torch
 from kernels import operands
 from kernels.dtypes import ALL_DTYPES
 from kernels.registry import Variant
-from properties import check, relations
-from properties.cases import COL, GemmCase
-from properties.oracles import GemmMismatch
+from properties.judge import check, relations
+from properties.judge.oracles import GemmMismatch
+from properties.model.cases import COL, GemmCase
 
 
 def _fake(name: str, compute, deterministic: bool = True) -> Variant:

@@ -8,8 +8,9 @@ import triton
 import triton.language as tl
 
 import kernels
-from properties import check, sanitizer
-from properties.cases import ROW, GemmCase, Layout, materialize
+from properties.interpreter import sanitizer
+from properties.judge import check
+from properties.model.cases import ROW, GemmCase, Layout, materialize
 from reference import numpy_ref
 
 pytestmark = pytest.mark.interpreter

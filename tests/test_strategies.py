@@ -4,8 +4,8 @@ from hypothesis import find, given, settings
 from hypothesis import strategies as st
 
 import kernels
-from properties import strategies
-from properties.cases import ROW
+from properties.model import strategies
+from properties.model.cases import ROW
 
 
 def test_boundaries_surround_every_block_size():

@@ -4,7 +4,7 @@ kept to measure the suite's power (tests/test_mutants.py) against a fixed-grid b
 
 They are not variants: `kernels.variants()` skips this package, so the property tests never see
 them. Each module registers one `Mutant` (or a closely related pair) whose `variant` is a full
-`kernels.registry.Variant`, so `properties.check` and the strategies take it unchanged, and whose
+`kernels.registry.Variant`, so `properties.judge.check` and the strategies take it unchanged, and whose
 other fields say what is wrong and the smallest case that shows it.
 """
 

@@ -1,5 +1,5 @@
 """Cross-variant agreement: one case, every variant that takes it, bit-equal where exact and within
-the sum of their bounds elsewhere (properties/agreement.py). With --gemm-kernel, the user's kernel is
+the sum of their bounds elsewhere (properties/judge/agreement.py). With --gemm-kernel, the user's kernel is
 judged by the built-in variants."""
 
 from hypothesis import given, settings
@@ -7,8 +7,9 @@ from hypothesis import strategies as st
 
 import kernels
 from kernels import operands
-from properties import agreement, relations, strategies
-from properties.cases import materialize
+from properties.judge import agreement, relations
+from properties.model import strategies
+from properties.model.cases import materialize
 from reference.formats import by_name
 from reference.numpy_ref import to_float64
 

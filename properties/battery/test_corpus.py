@@ -3,8 +3,8 @@ kernel is under test must now pass."""
 
 import pytest
 
-from properties import targets
-from properties.cases import GemmCase
+from properties.model.cases import GemmCase
+from properties.run import targets
 
 
 def test_replays_a_past_failure(corpus_case, backend, request):
@@ -18,6 +18,6 @@ def test_replays_a_past_failure(corpus_case, backend, request):
         pytest.skip(f"{corpus_case.path.name}: its kernel is not available here ({e})")
     if not variant.runs_on(backend.name):
         pytest.skip(f"{corpus_case.path.name}: {variant.name} needs a CUDA GPU")
-    from properties import isolation
+    from properties.run import isolation
 
     isolation.run_example(variant, GemmCase.from_dict(corpus_case.case), backend)

@@ -6,7 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from properties import check, isolation, relations, strategies
+from properties.judge import check, relations
+from properties.model import strategies
+from properties.run import isolation
 
 EXAMPLES = max(3, settings.default.max_examples // 5)  # each example also runs in the interpreter
 

@@ -1,11 +1,12 @@
 """Metamorphic relations for every variant and dtype: transposition, scaling by a power of two,
-zero padding of K and splitting K (see properties/relations.py). Each relation reruns the kernel under
+zero padding of K and splitting K (see properties/judge/relations.py). Each relation reruns the kernel under
 the same oracles as the main property and compares bit-exactly where the arithmetic is exact."""
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from properties import check, relations, strategies
+from properties.judge import check, relations
+from properties.model import strategies
 
 EXAMPLES = max(4, settings.default.max_examples // 3)  # each example is five or six launches
 

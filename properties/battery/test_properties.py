@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis import target as climb
 
-from properties import strategies
+from properties.model import strategies
 
 
 @given(data=st.data())

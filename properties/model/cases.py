@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 import torch
 
-from properties import profiles
+from properties.model import profiles
 from reference import bounds
 from reference.formats import Format, by_name
 

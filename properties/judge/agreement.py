@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from properties.oracles import GemmMismatch
-from properties.relations import Run
+from properties.judge.oracles import GemmMismatch
+from properties.judge.relations import Run
 
 
 def _agree(x: Run, y: Run) -> np.ndarray:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from properties.cases import Guarded, bits_of
+from properties.model.cases import Guarded, bits_of
 from reference.formats import Format
 from reference.numpy_ref import to_float64
 

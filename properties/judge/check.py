@@ -10,8 +10,10 @@ import numpy as np
 import torch
 
 from kernels.registry import Variant
-from properties import backends, oracles, sanitizer
-from properties.cases import GemmCase, Operands, materialize, unwritten_bits
+from properties.interpreter import sanitizer
+from properties.judge import oracles
+from properties.model.cases import GemmCase, Operands, materialize, unwritten_bits
+from properties.run import backends
 from reference import bounds, numpy_ref, torch_ref
 from reference.formats import by_name
 

@@ -5,14 +5,14 @@
   error_bound.png   the distribution of error / bound per target (how tight the bound is, how close
                     the kernels come to it)
   throughput.png    examples per second per target
-  repros/           one standalone script per failure (see properties/repro.py)
+  repros/           one standalone script per failure (see properties/report/repros.py)
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from properties import stats
+from properties.report import stats
 
 
 def summary_markdown(results, backend, budget: float) -> str:

@@ -2,13 +2,13 @@
 
 `hunt(mutant)` runs Hypothesis with the CI profile's settings (derandomized, 25 examples, no
 database), whatever profile is loaded, over the strategy the suite draws for the mutant's dtype,
-judging each example with `properties.check.check` as the property tests do (a crash counts as
+judging each example with `properties.judge.check.check` as the property tests do (a crash counts as
 caught), and reports how many examples and seconds it took to find the first failure, the total
 with shrinking, and the shrunk case.
 
-    python -m properties.mutation          # a Markdown table: every mutant, the suite and the baseline
+    python -m properties.evaluation.mutation          # a Markdown table: every mutant, the suite and the baseline
 
-The table also runs the fixed-grid baseline of `properties.baseline` on every mutant the interpreter
+The table also runs the fixed-grid baseline of `properties.evaluation.baseline` on every mutant the interpreter
 can show, one subprocess each.
 """
 
@@ -21,9 +21,11 @@ from hypothesis import Phase, find
 from hypothesis import settings as hypothesis_settings
 from hypothesis.errors import NoSuchExample
 
-from properties import backends, check, strategies
-from properties import settings as _profiles  # noqa: F401  (registers the "ci" profile)
-from properties.cases import GemmCase
+from properties.judge import check
+from properties.model import strategies
+from properties.model.cases import GemmCase
+from properties.run import backends
+from properties.run import hypothesis_profiles as _profiles  # noqa: F401  (registers the "ci" profile)
 from reference.formats import by_name, name_of
 
 
@@ -126,7 +128,7 @@ def rows(backend: backends.Backend | None = None, baseline: bool = True) -> list
     GPU) and, if asked, the fixed-grid baseline's verdict (it runs on the interpreter, GPU-only mutants
     left out)."""
     import kernels.mutants
-    from properties import baseline as fixed_grid
+    from properties.evaluation import baseline as fixed_grid
 
     backend = backend or backends.current()
     everything = kernels.mutants.mutants()

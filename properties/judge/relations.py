@@ -20,8 +20,8 @@ import numpy as np
 import torch
 
 from kernels.registry import Variant
-from properties import check, oracles
-from properties.cases import Layout, Operands, guarded_input, guarded_output, unwritten_bits
+from properties.judge import check, oracles
+from properties.model.cases import Layout, Operands, guarded_input, guarded_output, unwritten_bits
 from reference import bounds, numpy_ref
 from reference.formats import Format, by_name
 

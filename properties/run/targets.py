@@ -43,7 +43,7 @@ def resolve(name: str, kernel_spec: str | None = None, signature: str | None = N
     if name.startswith("user:"):
         if not kernel_spec:
             raise KeyError(f"{name!r} is a user kernel, but no kernel specification (PATH.py:FUNC) was given")
-        from properties import user_kernel
+        from properties.run import user_kernel
 
         return user_kernel.load(kernel_spec, signature)
     try:

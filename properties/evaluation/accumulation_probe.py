@@ -1,6 +1,6 @@
 """Measure how a GPU's tl.dot accumulates, to ground the precision classes in reference/bounds.py.
 
-    python -m properties.accumulation_probe        (needs a CUDA GPU)
+    python -m properties.evaluation.accumulation_probe        (needs a CUDA GPU)
 
 For each input dtype, length K and (for fp8) max_num_imprecise_acc it computes dot products whose
 exact value needs many bits: one large product followed by K - 1 products 2**-d times smaller. Where
@@ -107,11 +107,12 @@ def fp32_rounding(dtype: torch.dtype, k: int = 64) -> str:
 
 
 def main() -> None:
-    from properties import backends, interpreter_fixes
+    from properties.interpreter import fixes
+    from properties.run import backends
 
     backend = backends.activate("cuda")
     print("\n".join(backend.header()))
-    print(f"tf32 operand rounding: {interpreter_fixes.tf32_dot_rounds(backend.device)}")
+    print(f"tf32 operand rounding: {fixes.tf32_dot_rounds(backend.device)}")
     print("| input dtype | K | max_num_imprecise_acc | relative bits kept (23 = all of fp32) | fp32 rounding |")
     print("|---|---|---|---|---|")
     for dtype in (torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2):

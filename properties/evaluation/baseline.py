@@ -18,8 +18,8 @@ test_dot runs one program whose block is the whole matrix; here each variant's o
 Without the sanitizer an out-of-bounds store in the interpreter writes into the host heap and can
 abort the process, so a mutant's baseline runs in a subprocess:
 
-    python -m properties.baseline --mutant NAME      # exit 0 passed, 10 a wrong result, 11 raised
-    python -m properties.baseline --variant NAME     # a registered (correct) variant
+    python -m properties.evaluation.baseline --mutant NAME      # exit 0 passed, 10 a wrong result, 11 raised
+    python -m properties.evaluation.baseline --variant NAME     # a registered (correct) variant
 
 and `run_isolated(name)` turns its exit into a Verdict: anything else (a signal, an abort) is a crash.
 """
@@ -47,7 +47,7 @@ TEST_DOT_SHAPES = (
 )
 # What the baseline runs, smallest first (a failing kernel stops early): all but the three of 2**20
 # multiply-adds, which take 70% of the interpreter's time and change no verdict
-# (python -m properties.baseline --all-shapes runs them too)
+# (python -m properties.evaluation.baseline --all-shapes runs them too)
 LARGE = 2**20
 SHAPES = tuple(sorted((s for s in TEST_DOT_SHAPES if s[0] * s[1] * s[2] < LARGE), key=lambda s: s[0] * s[1] * s[2]))
 RTOL = 0.01
@@ -57,7 +57,7 @@ NUMPY = {"fp16": np.float16, "bf16": np.float32, "fp32": np.float32, "int8": np.
 TORCH = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, "int8": torch.int8}
 OUT = {"int8": torch.int32}  # test_dot's int8 -> int32; the others keep their dtype
 
-PASSED, FAILED, RAISED = 0, 10, 11  # exit codes of `python -m properties.baseline`
+PASSED, FAILED, RAISED = 0, 10, 11  # exit codes of `python -m properties.evaluation.baseline`
 
 
 def operands(M: int, N: int, K: int, dtype: str) -> tuple[np.ndarray, np.ndarray]:
@@ -136,7 +136,7 @@ _OUTCOMES = {PASSED: "passed", FAILED: "failed assertion", RAISED: "raised"}
 
 def run_isolated(name: str, kind: str = "mutant", dtypes: list[str] | None = None, timeout: float = 300) -> Verdict:
     """Run the baseline on one mutant (or variant) in a fresh interpreter process."""
-    command = [sys.executable, "-m", "properties.baseline", f"--{kind}", name]
+    command = [sys.executable, "-m", "properties.evaluation.baseline", f"--{kind}", name]
     for dtype in dtypes or []:
         command += ["--dtype", dtype]
     env = dict(os.environ, GEMM_BACKEND="interpreter", PYTHONWARNINGS="ignore")
@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--all-shapes", action="store_true", help="also the three largest of test_dot's shapes")
     args = parser.parse_args(argv)
 
-    from properties import backends
+    from properties.run import backends
 
     backends.activate(os.environ.get("GEMM_BACKEND", "auto"))
     if args.mutant:

@@ -37,7 +37,7 @@ SIGNATURE = {signature!r}
 BACKEND = {backend!r}  # where it failed; --backend overrides
 
 if __name__ == "__main__":
-    from properties.repro import replay_main
+    from properties.report.repros import replay_main
 
     sys.exit(replay_main(CASE, VARIANT, KERNEL, SIGNATURE, BACKEND, sys.argv[1:]))
 '''
@@ -100,15 +100,16 @@ def replay_main(case: dict, variant: str, kernel: str | None, signature: str | N
                         help=f"where to run it (default: {backend}, where it failed)")
     args = parser.parse_args(argv)
 
-    from properties import backends
+    from properties.run import backends
 
     try:
         active = backends.activate(args.backend)
     except Exception as e:  # no GPU here, or triton imported too early
         print(f"cannot use backend {args.backend!r}: {e}", file=sys.stderr)
         return 2
-    from properties import check, targets
-    from properties.cases import GemmCase
+    from properties.judge import check
+    from properties.model.cases import GemmCase
+    from properties.run import targets
 
     try:
         target = targets.resolve(variant, kernel_spec=kernel, signature=signature)

@@ -20,8 +20,8 @@ from hypothesis import find, settings
 from hypothesis import strategies as st
 
 from kernels.registry import Variant
-from properties import profiles
-from properties.cases import GemmCase, Layout
+from properties.model import profiles
+from properties.model.cases import GemmCase, Layout
 from reference.formats import by_name, name_of
 
 PRIMES = (2, 3, 5, 7, 11, 13, 31, 37, 61, 67, 127, 131, 251, 257, 509, 521)

@@ -66,9 +66,9 @@ def activate(requested: str = "auto") -> Backend:
     if _ACTIVE is not None and _ACTIVE.name == name:
         return _ACTIVE
     if name == "interpreter":
-        from properties import interpreter_fixes
+        from properties.interpreter import fixes
 
-        _ACTIVE = Backend(name, torch.device("cpu"), _cpu_name(), tuple(interpreter_fixes.apply()))
+        _ACTIVE = Backend(name, torch.device("cpu"), _cpu_name(), tuple(fixes.apply()))
     else:
         _ACTIVE = Backend(name, torch.device("cuda", torch.cuda.current_device()), torch.cuda.get_device_name())
     return _ACTIVE

@@ -187,16 +187,16 @@ def _close_workers() -> None:
 
 
 def _raise_failure(payload: dict) -> None:
-    from properties.oracles import GemmMismatch
-    from properties.sanitizer import OutOfBoundsAccess
+    from properties.interpreter.sanitizer import OutOfBoundsAccess
+    from properties.judge.oracles import GemmMismatch
 
     kind = {"GemmMismatch": GemmMismatch, "OutOfBoundsAccess": OutOfBoundsAccess}.get(payload["error"], WorkerFailure)
     raise kind(payload["message"])
 
 
 def run_example(variant, case, backend):
-    """`properties.check.check`, in this process or (when configured) in a worker."""
-    from properties import check
+    """`properties.judge.check.check`, in this process or (when configured) in a worker."""
+    from properties.judge import check
 
     if not _SETTINGS["isolate"]:
         return check.check(variant, case, backend)

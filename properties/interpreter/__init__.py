@@ -1,0 +1,1 @@
+"""Triton's CPU interpreter, made faithful (fixes) and exact about memory (sanitizer)."""

@@ -1,0 +1,1 @@
+"""How a launch is judged: the oracles, the metamorphic relations and cross-variant agreement."""

@@ -1,0 +1,1 @@
+"""What a run leaves behind: statistics, the campaign report, repro scripts."""

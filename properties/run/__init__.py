@@ -1,0 +1,1 @@
+"""How examples run: backends, targets, the user's kernel, worker processes, Hypothesis profiles."""
