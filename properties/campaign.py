@@ -3,30 +3,26 @@
     gemm-fuzz --budget 10m [--backend auto] [--dtype fp16] [--variant 'tiled*'] [--kernel my.py:matmul]
 
 The budget is shared evenly among the targets (what one target overruns, the later ones give up).
-Each target runs at least one example, then stops launching kernels at its deadline (a failure is
-still shrunk to the end), so a campaign overruns its budget by about one example per target. The
-examples run the main property's checks, with `hypothesis.target` climbing toward the largest
-error/bound, against one shared example database, so a failure found once is replayed first next
-time. A failure is shrunk to its smallest case, printed, and left as a repro script; the report
-directory gets summary.md, plots and the scripts (see properties/report/summary.py). Exit status 1 if any
-target failed. On a GPU, examples run in a worker process, so a crashing kernel costs one target.
+Each target runs at least one example, then stops at its deadline; a failure found before it is
+shrunk and simplified within what is left of the target's share (at least a second), so the whole
+campaign keeps to its budget. Every example runs through the runner (properties.run.runner), as in
+the tests: the main property's checks, with `hypothesis.target` climbing toward the largest
+error/bound, against one example database (each target under its own key), so a failure found
+once is replayed first next time. The report directory gets summary.md, plots and a repro script
+per failure (properties/report/summary.py). Exit status 1 if any target failed; on Ctrl-C or
+SIGTERM the report of what was done so far is written, then the exit status is 130 or 143.
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import signal
 import sys
 import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-
-ROUND = 20  # examples per Hypothesis round
-
-
-class OutOfTime(BaseException):
-    """A target's share of the budget is spent (not an Exception, so Hypothesis does not shrink it)."""
 
 
 @dataclass
@@ -35,13 +31,19 @@ class TargetResult:
     examples: int = 0
     exact: int = 0
     seconds: float = 0.0
-    worst_ratio: float = 0.0
+    worst_ratio: float | None = None
     worst_case: str = ""
-    failure: str = ""
-    failing_case: object = None
+    failure: object = None  # the reported GemmFailure
+    example: object = None  # and its (simplified) example
     repro: Path | None = None
+    kinds: dict = field(default_factory=dict)
     ratios: list[float] = field(default_factory=list)
     torch_ratios: list[float] = field(default_factory=list)
+    limitations: int = 0
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived (handled like Ctrl-C: report what was done, then exit)."""
 
 
 def parse_budget(text: str) -> float:
@@ -53,53 +55,54 @@ def parse_budget(text: str) -> float:
     return h * 3600 + m * 60 + s
 
 
-def run_target(target, backend, seconds: float, database) -> TargetResult:
-    from hypothesis import HealthCheck, Verbosity, given, settings
+def run_target(target, runner, seconds: float, database=None) -> TargetResult:
+    """Fuzz one target for `seconds` (at least one example); its failure, if any, shrunk and reported."""
+    from hypothesis import HealthCheck, Phase, Verbosity, given, settings
     from hypothesis import target as climb
 
     from properties.model import strategies
-    from properties.run import isolation
-
-    result = TargetResult(target.id)
-    strategy = strategies.gemm_cases(target.variant, target.dtype, device_type=backend.device.type,
-                                     max_dim=backend.max_dim)
-    last_case = []
-    failing = []  # set once an example fails: from then on every example runs, so shrinking completes
-    deadline = time.monotonic() + seconds
-
-    @settings(max_examples=ROUND, deadline=None, database=database, print_blob=False,
-              verbosity=Verbosity.quiet, suppress_health_check=list(HealthCheck))
-    @given(case=strategy)
-    def example(case):
-        if result.examples and not failing and time.monotonic() > deadline:
-            raise OutOfTime  # a BaseException: Hypothesis lets it through, ending the round at once
-        last_case[:] = [case]
-        try:
-            observed = isolation.run_example(target.variant, case, backend)
-        except Exception:
-            failing.append(case)
-            raise
-        climb(observed.error_ratio, label="error / bound")
-        result.examples += 1
-        result.exact += observed.exact
-        result.ratios.append(observed.error_ratio)
-        if observed.torch_ratio is not None:
-            result.torch_ratios.append(observed.torch_ratio)
-        if observed.error_ratio >= result.worst_ratio:
-            result.worst_ratio, result.worst_case = observed.error_ratio, case.describe()
+    from properties.run.examples import Example
+    from properties.run.runner import OutOfTime
 
     start = time.monotonic()
-    while True:
-        try:
-            example()
-        except OutOfTime:
-            break
-        except Exception as e:  # the shrunk failure: Hypothesis runs the minimal example last
-            result.failure = f"{type(e).__name__}: {e}"
-            result.failing_case = last_case[0] if last_case else None
-            break
+    prop = runner.property(target.id, deadline=start + seconds)
+    strategy = strategies.gemm_cases(target.variant, target.dtype, device_type=runner.backend.device.type,
+                                     max_dim=runner.backend.max_dim)
+
+    @settings(max_examples=10**9, deadline=None, database=database, print_blob=False, verbosity=Verbosity.quiet,
+              suppress_health_check=list(HealthCheck), phases=[p for p in Phase if p is not Phase.explain])
+    @given(case=strategy)
+    def example(case):
+        observed = prop.run(Example("reference", target.variant.name, case), target.variant)
+        climb(observed.error_ratio, label="error / bound")
+
+    example.hypothesis.inner_test._hypothesis_internal_add_digest = target.id.encode()  # one database key per target
+    result = TargetResult(target.id)
+    try:
+        example()
+    except OutOfTime:
+        pass
+    except Exception:  # noqa: BLE001  the reported failure is the property's
+        if prop.failure is None:
+            raise
+    result.failure, result.example = prop.failure, prop.example
+    result.repro = getattr(prop.failure, "repro", None)
     result.seconds = time.monotonic() - start
+    _fill(result, runner.stats.targets.get(target.id))
     return result
+
+
+def _fill(result: TargetResult, stats) -> None:
+    if stats is None:
+        return
+    result.examples, result.exact, result.kinds = stats.examples, stats.exact, dict(stats.kinds)
+    result.worst_ratio, result.worst_case = stats.worst_ratio, stats.worst_case
+    result.ratios, result.torch_ratios = list(stats.ratios), list(stats.torch_ratios)
+    result.limitations = stats.limitations
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -111,8 +114,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variant", action="append", help="variant name globs (repeatable)")
     parser.add_argument("--kernel", help="fuzz your own kernel instead: PATH.py:FUNC or module:FUNC")
     parser.add_argument("--kernel-signature", choices=("plain", "leetgpu"), default=None)
+    parser.add_argument("--isolate", choices=("auto", "on", "off"), default="auto",
+                        help="run examples in a worker process (auto: on, except built-in variants in the interpreter)")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds one example may take in a worker")
     parser.add_argument("--report", type=Path, default=None, help="report directory (default reports/<time>)")
     args = parser.parse_args(argv)
+    if args.timeout <= 0:
+        parser.error(f"--timeout must be positive, got {args.timeout}")
     # overflowing and NaN inputs (near_overflow, specials) make numpy say so inside the interpreter,
     # as pyproject's filterwarnings silences for pytest
     for message in ("overflow encountered", "invalid value encountered"):
@@ -122,56 +130,90 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         backend = backends.activate(args.backend)
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001
         parser.error(f"--backend {args.backend}: {e}")
     from hypothesis.database import DirectoryBasedExampleDatabase
 
     import kernels
-    from properties.report import repros, summary
-    from properties.run import isolation, targets, user_kernel
+    from properties.report import summary
+    from properties.run import runner as runner_module
+    from properties.run import targets, user_kernel
 
     try:
         selectors = targets.parse_selectors(args.dtype)
     except ValueError as e:
         parser.error(f"--dtype: {e}")
+    kernel = None
     if args.kernel:
         try:
-            chosen = targets.targets([user_kernel.load(args.kernel, args.kernel_signature)], selectors)
+            user = user_kernel.load(args.kernel, args.kernel_signature)
         except user_kernel.KernelSpecError as e:
             parser.error(str(e))
+        ref = user_kernel.loaded(user.name)[1]
+        kernel = {"spec": ref.spec, "signature": ref.signature, "path": ref.path, "digest": ref.digest}
+        chosen = targets.targets([user], selectors)
     else:
         chosen = targets.targets(kernels.variants(), selectors, args.variant)
     chosen = [t for t in chosen if t.variant.runs_on(backend.name)]
     if not chosen:
         parser.error("no variant and dtype match the selection on this backend")
-    isolation.configure(isolate=backend.name == "cuda", kernel_spec=args.kernel)
-    directory = args.report or Path("reports") / time.strftime("campaign-%Y%m%d-%H%M%S")
+    directory = (args.report or Path("reports") / time.strftime("campaign-%Y%m%d-%H%M%S")).resolve()
     directory.mkdir(parents=True, exist_ok=True)
+    mode = runner_module.default_mode(backend.name, kernel is not None, args.isolate)
+    settings = runner_module.RunSettings(backend=backend.name, mode=mode, timeout=args.timeout,
+                                         repros=str(directory / "repros"), kernel=kernel)
     database = DirectoryBasedExampleDatabase(".hypothesis/campaign")
 
     print("\n".join(backend.header()))
-    print(f"campaign: {len(chosen)} targets, {args.budget:.0f} s, report in {directory}")
-    results = []
-    end = time.monotonic() + args.budget
-    for i, t in enumerate(chosen, 1):
-        share = max(0.0, end - time.monotonic()) / (len(chosen) - i + 1)  # an overrun shrinks later shares
-        r = run_target(t, backend, share, database)
-        results.append(r)
-        verdict = "FAIL" if r.failure else "ok"
-        print(f"[{i}/{len(chosen)}] {t.id:<24} {r.examples:>6} examples {r.seconds:7.1f} s  "
-              f"worst error/bound {r.worst_ratio:.3g}  {verdict}", flush=True)
-        if r.failure:
-            print("    " + r.failure.strip().splitlines()[0])
-            if r.failing_case is not None:
-                r.repro = repros.write(directory / "repros", t.variant.name, r.failing_case, backend.name, r.failure,
-                                      args.kernel, args.kernel_signature)
-                print(f"    repro: python {r.repro}")
-    (directory / "summary.md").write_text(summary.summary_markdown(results, backend, args.budget))
+    print(f"campaign: {len(chosen)} targets, {args.budget:.0f} s, examples {settings.describe()}, "
+          f"report in {directory}")
+    results: list[TargetResult] = []
+    status = 0
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    started = time.monotonic()
+    end = started + args.budget
+    runner = runner_module.Runner(settings, backend)
+    current = None
+    try:
+        for i, t in enumerate(chosen, 1):
+            current = TargetResult(t.id)
+            share = max(0.0, end - time.monotonic()) / (len(chosen) - i + 1)  # an overrun shrinks later shares
+            r = run_target(t, runner, share, database)
+            results.append(r)
+            current = None
+            _print(i, len(chosen), t.id, r)
+    except (KeyboardInterrupt, Terminated) as stop:
+        status = 143 if isinstance(stop, Terminated) else 130
+        if current is not None:  # the target under way: what its examples measured so far
+            _fill(current, runner.stats.targets.get(current.target_id))
+            results.append(current)
+        print(f"campaign: interrupted ({'SIGTERM' if status == 143 else 'Ctrl-C'}); writing the report of what "
+              "was done", flush=True)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the report short
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    finally:
+        runner.close()
+        signal.signal(signal.SIGTERM, previous)
+    elapsed = time.monotonic() - started
+    (directory / "summary.md").write_text(summary.summary_markdown(results, backend, args.budget, elapsed,
+                                                                   interrupted=bool(status)))
     summary.plots(results, directory)
-    failed = [r for r in results if r.failure]
-    print(f"campaign: {sum(r.examples for r in results)} examples, {len(failed)} failing target(s); "
-          f"summary in {directory / 'summary.md'}")
-    return 1 if failed else 0
+    failed = [r for r in results if r.failure is not None]
+    print(f"campaign: {sum(r.examples for r in results)} examples in {elapsed:.0f} s, {len(failed)} failing "
+          f"target(s); summary in {directory / 'summary.md'}")
+    return status or (1 if failed else 0)
+
+
+def _print(i: int, total: int, target_id: str, r: TargetResult) -> None:
+    verdict = "FAIL" if r.failure is not None else "ok"
+    worst = "-" if r.worst_ratio is None else f"{r.worst_ratio:.3g}"
+    print(f"[{i}/{total}] {target_id:<24} {r.examples:>6} examples {r.seconds:7.1f} s  worst error/bound {worst}  "
+          f"{verdict}", flush=True)
+    if r.failure is not None:
+        print(f"    {r.failure.kind}: {r.example.case.describe()}")
+        print("    " + r.failure.message.strip().splitlines()[0])
+        if r.repro is not None:
+            print(f"    repro: python {r.repro}")
 
 
 if __name__ == "__main__":

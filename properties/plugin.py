@@ -2,9 +2,13 @@
 
 It stays inert in other projects: it acts only where `gemm_suite = true` is set in the pytest
 configuration or a `--gemm-*` option is given. Then, before anything imports the kernels, it gives
-each xdist worker its own GPU and chooses the backend; it loads a Hypothesis profile, parametrizes
-the tests that ask for `target`, `agreement_group` or `corpus_case`, writes a repro script for each
-shrunk failure, and ends with a table of what every target's examples measured.
+each xdist worker its own GPU and chooses the backend; it turns the options into one `RunSettings`
+(kept in `config.stash`), loads a Hypothesis profile, parametrizes the tests that ask for `target`,
+`agreement_group` or `corpus_case`, gives each test a `gemm` fixture through which every example runs
+(properties.run.runner), shortens a failing example's report to what was wrong and how to replay it,
+and ends with a table of what every target's examples measured.
+
+A bad invocation is a one-line usage error (exit status 4), never an internal error.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from properties.run import hypothesis_profiles
+SETTINGS = pytest.StashKey["object"]()  # RunSettings
+SELECTION = pytest.StashKey["object"]()  # _Selection
+WORKER_STATS = pytest.StashKey[dict]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -38,16 +44,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="plain: FUNC(a, b, c); leetgpu: solve(a, b, c, M, N, K) with A M x N, B N x K, "
                          "contiguous (default: the function's `signature` attribute, else plain)")
     group.addoption("--gemm-isolate", default="auto", choices=("auto", "on", "off"),
-                    help="run each example in a worker process, so a crash or hang costs one test "
-                         "(auto: on for cuda, off for the interpreter, whose sanitizer refuses bad stores)")
+                    help="run each example in a worker process, so a crash or a hang costs one example "
+                         "(auto: on, except for the built-in variants in the interpreter)")
     group.addoption("--gemm-sanitize", action="store_true",
                     help="cuda: run the worker under compute-sanitizer memcheck with PyTorch's caching "
                          "allocator off; any invalid access fails its example")
-    group.addoption("--gemm-timeout", type=float, default=300.0, metavar="SECONDS",
-                    help="isolated examples: fail one that takes longer (a hanging kernel); default 300")
+    group.addoption("--gemm-timeout", type=float, default=120.0, metavar="SECONDS",
+                    help="examples in a worker: fail one that takes longer (a hanging kernel); default 120")
     group.addoption("--gemm-repros", default="repros", metavar="DIR",
-                    help="where repro scripts of shrunk failures are written and replayed from "
-                         "(default repros; '' to write none)")
+                    help="where repro scripts of failures are written and replayed from (default repros; "
+                         "'' to write none)")
     group.addoption("--gemm-failure-log", default=None, metavar="FILE",
                     help="append each failing test's report to FILE as soon as it fails (for runs that may "
                          "be cut short)")
@@ -99,7 +105,10 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser, args) -> 
         assign_gpu_for_xdist_worker()
     from properties.run import backends
 
-    backends.activate(requested)
+    try:
+        backends.activate(requested)
+    except RuntimeError as e:  # kernels.mode.BackendError (importing it first would choose the backend)
+        raise pytest.UsageError(f"--gemm-backend {requested}: {e}") from None
 
 
 MARKERS = (
@@ -110,22 +119,37 @@ MARKERS = (
 )
 
 
-_CONFIG: pytest.Config | None = None
+@dataclass
+class _Selection:
+    backend: object
+    selectors: tuple[str, ...]
+    globs: list[str] | None
+    user: object  # the user's Variant, or None
+    corpus: list  # the repro scripts this run replays
+    corpus_left_out: int
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
-    global _CONFIG
-    _CONFIG = config
     for marker in MARKERS:
         config.addinivalue_line("markers", marker)
     if not _enabled(config):
         return
-    from properties.run import backends, isolation, targets
+    from properties.run import backends, hypothesis_profiles, runner, targets, user_kernel
 
     backend = backends.activate(config.getoption("gemm_backend") or "auto")
-    config._gemm_backend = backend
+    profile = config.getoption("hypothesis_profile", None)
+    if profile is not None:
+        from hypothesis import settings as hypothesis_settings
+        from hypothesis.errors import InvalidArgument
+
+        try:
+            hypothesis_settings.get_profile(profile)
+        except InvalidArgument:
+            raise pytest.UsageError(f"--hypothesis-profile {profile}: no such profile; the suite's are "
+                                    f"{', '.join(hypothesis_profiles.PROFILES)}") from None
     try:
-        config._gemm_selectors = targets.parse_selectors(config.getoption("gemm_dtype"))
+        selectors = targets.parse_selectors(config.getoption("gemm_dtype"))
     except ValueError as e:
         raise pytest.UsageError(f"--gemm-dtype: {e}") from None
     globs = config.getoption("gemm_variant")
@@ -136,52 +160,79 @@ def pytest_configure(config: pytest.Config) -> None:
         unmatched = [g for g in globs if not any(fnmatch.fnmatchcase(n, g) for n in names)]
         if unmatched:
             raise pytest.UsageError(
-                f"--gemm-variant {', '.join(unmatched)} matches no variant; registered: {', '.join(names)}"
-            )
-    config._gemm_globs = globs
+                f"--gemm-variant {', '.join(unmatched)} matches no variant; registered: {', '.join(names)}")
     spec = config.getoption("gemm_kernel")
-    config._gemm_user = None
+    user, kernel = None, None
     if spec:
-        from properties.run import user_kernel
-
         try:
-            config._gemm_user = user_kernel.load(spec, config.getoption("gemm_kernel_signature"))
+            user = user_kernel.load(spec, config.getoption("gemm_kernel_signature"))
         except user_kernel.KernelSpecError as e:
             raise pytest.UsageError(str(e)) from None
-    if config.getoption("gemm_sanitize") and backend.name != "cuda":
+        ref = user_kernel.loaded(user.name)[1]
+        kernel = {"spec": ref.spec, "signature": ref.signature, "path": ref.path, "digest": ref.digest}
+    sanitize = config.getoption("gemm_sanitize")
+    if sanitize and backend.name != "cuda":
         raise pytest.UsageError("--gemm-sanitize runs compute-sanitizer on compiled kernels: it needs the cuda "
                                 "backend (the interpreter has its own exact checker, always on)")
     if config.getoption("gemm_timeout") <= 0:
         raise pytest.UsageError(f"--gemm-timeout must be positive, got {config.getoption('gemm_timeout')}")
-    isolate = {"on": True, "off": False, "auto": backend.name == "cuda"}[config.getoption("gemm_isolate")]
-    isolation.configure(isolate=isolate, sanitize=config.getoption("gemm_sanitize"),
-                        timeout=config.getoption("gemm_timeout"), kernel_spec=spec)
+    mode = "sanitize" if sanitize else runner.default_mode(backend.name, user is not None,
+                                                            config.getoption("gemm_isolate"))
     repros = config.getoption("gemm_repros")
-    config._gemm_repros = (Path(repros) if Path(repros).is_absolute() else config.rootpath / repros) if repros else None
-    config._gemm_worker_stats = {}
+    directory = (Path(repros) if Path(repros).is_absolute() else config.rootpath / repros) if repros else None
+    config.stash[SETTINGS] = runner.RunSettings(backend=backend.name, mode=mode,
+                                                timeout=config.getoption("gemm_timeout"),
+                                                repros=str(directory) if directory else None, kernel=kernel)
+    chosen, left_out = _corpus(directory, user, selectors, globs)
+    config.stash[SELECTION] = _Selection(backend, selectors, globs, user, chosen, left_out)
+    config.stash[WORKER_STATS] = {}
     # NaN, Inf and overflowing inputs are drawn on purpose: numpy saying so inside the interpreter is noise
     for message in ("invalid value encountered", "overflow encountered"):
         config.addinivalue_line("filterwarnings", f"ignore:{message}:RuntimeWarning")
-    if config.getoption("hypothesis_profile", None) is None:
+    if profile is None:
         hypothesis_profiles.load_default()
 
 
+def _corpus(directory, user, selectors, globs) -> tuple[list, int]:
+    """The repro scripts whose kernel and dtype are under test in this run, and how many others."""
+    from properties.report import repros
+    from properties.run.targets import selector_of
+
+    if directory is None:
+        return [], 0
+    found, unreadable = repros.corpus(directory)
+    chosen = []
+    for r in found:
+        example, kernel = r.record["example"], r.record.get("kernel")
+        if user is not None:
+            from properties.run import user_kernel
+
+            ours = user_kernel.loaded(user.name)[1]
+            under_test = kernel is not None and (kernel["spec"], kernel.get("signature")) == (ours.spec, ours.signature)
+        else:
+            names = [example["variant"]] if example["variant"] else []
+            under_test = kernel is None and (not globs or all(any(fnmatch.fnmatchcase(n, g) for g in globs)
+                                                              for n in names))
+        if under_test and selector_of(example) in selectors:
+            chosen.append(r)
+    return chosen, len(found) - len(chosen) + len(unreadable)
+
+
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    backend = getattr(config, "_gemm_backend", None)
-    if backend is None:
+    if SELECTION not in config.stash:
         return []
     from hypothesis import settings as hs
 
-    from properties.run import isolation
-
-    mode = isolation.settings()
-    lines = backend.header() + [
+    selection, settings = config.stash[SELECTION], config.stash[SETTINGS]
+    lines = selection.backend.header() + [
         f"gemm hypothesis profile: {hs.get_current_profile_name()}",
-        "gemm examples: " + ("in worker processes" if mode["isolate"] else "in this process")
-        + (", under compute-sanitizer memcheck (caching allocator off)" if mode["sanitize"] else ""),
+        f"gemm examples: {settings.describe()}" + (" (caching allocator off)" if settings.mode == "sanitize" else ""),
     ]
-    if config._gemm_user is not None:
-        lines.append(f"gemm kernel under test: {config._gemm_user.origin} ({config._gemm_user.name})")
+    if selection.user is not None:
+        lines.append(f"gemm kernel under test: {selection.user.name} ({selection.user.origin})")
+    if settings.repros:
+        lines.append(f"gemm corpus: {len(selection.corpus)} repro script(s) in {settings.repros} replayed first; "
+                     f"{selection.corpus_left_out} left out (other kernels or dtypes)")
     return lines
 
 
@@ -192,7 +243,7 @@ class AgreementGroup:
 
     @property
     def id(self) -> str:
-        return self.dtype if self.focus is None else f"{self.focus.name}-{self.dtype}"
+        return f"agreement-{self.dtype}" if self.focus is None else f"{self.focus.name}-{self.dtype}"
 
     def __repr__(self) -> str:
         return f"AgreementGroup({self.id})"
@@ -205,15 +256,17 @@ def _targets(config: pytest.Config):
     import kernels
     from properties.run import targets
 
-    chosen = [config._gemm_user] if config._gemm_user is not None else kernels.variants()
-    return targets.targets(chosen, config._gemm_selectors, None if config._gemm_user else config._gemm_globs)
+    s = config.stash[SELECTION]
+    chosen = [s.user] if s.user is not None else kernels.variants()
+    return targets.targets(chosen, s.selectors, None if s.user else s.globs)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     config = metafunc.config
-    if not hasattr(config, "_gemm_backend"):
+    if SELECTION not in config.stash:
         return
-    backend = config._gemm_backend
+    selection = config.stash[SELECTION]
+    backend = selection.backend
     if "target" in metafunc.fixturenames:
         params = []
         for t in _targets(config):
@@ -224,19 +277,17 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             params.append(pytest.param(t, id=t.id, marks=marks))
         metafunc.parametrize("target", params)
     if "agreement_group" in metafunc.fixturenames:
-        if config._gemm_user is not None:
-            groups = [AgreementGroup(t.dtype, config._gemm_user) for t in _targets(config)]
+        if selection.user is not None:
+            groups = [AgreementGroup(t.dtype, selection.user) for t in _targets(config)]
         else:
-            groups = [AgreementGroup(s) for s in config._gemm_selectors if s != "tf32"]  # fp32 includes tf32
+            groups = [AgreementGroup(s) for s in selection.selectors if s != "tf32"]  # fp32 includes tf32
         metafunc.parametrize("agreement_group", [pytest.param(g, id=g.id) for g in groups])
     if "corpus_case" in metafunc.fixturenames:
-        from properties.report import repros
-
-        found = repros.corpus(config._gemm_repros) if config._gemm_repros else []
-        params = [pytest.param(r, id=r.path.stem) for r in found]
+        params = [pytest.param(r, id=r.path.stem) for r in selection.corpus]
         if not params:
+            where = config.stash[SETTINGS].repros
             params = [pytest.param(None, id="empty", marks=pytest.mark.skip(
-                reason=f"no repro scripts in {config._gemm_repros} to replay"))]
+                reason=f"no repro script of the kernels and dtypes under test in {where} to replay"))]
         metafunc.parametrize("corpus_case", params)
 
 
@@ -244,10 +295,11 @@ _BATTERY = ("target", "agreement_group", "corpus_case")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    backend = getattr(config, "_gemm_backend", None)
-    if backend is None:
+    if SELECTION not in config.stash:
         return
-    if config._gemm_user is not None:
+    selection = config.stash[SELECTION]
+    backend = selection.backend
+    if selection.user is not None:
         # a user's kernel: run the battery on it alone; the suite's own tests are not its business
         kept = [i for i in items if any(f in getattr(i, "fixturenames", ()) for f in _BATTERY)]
         config.hook.pytest_deselected(items=[i for i in items if i not in kept])
@@ -261,7 +313,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     seed = config.getoption("gemm_order_seed")
     if seed is not None:
         random.Random(seed).shuffle(items)
-    # past failures first, then the main property (it writes the repro scripts), then the rest
+
+    # past failures first, then the main property, then the rest
     def rank(item) -> int:
         if "corpus_case" in getattr(item, "fixturenames", ()):
             return 0
@@ -273,73 +326,104 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def backend(request: pytest.FixtureRequest):
     """The active backend (device, name, strategy limits)."""
-    b = getattr(request.config, "_gemm_backend", None)
-    if b is None:
+    selection = request.config.stash.get(SELECTION, None)
+    if selection is None:
         pytest.skip("the GEMM suite is not active (set gemm_suite = true or pass --gemm-backend)")
-    return b
+    return selection.backend
 
 
 @pytest.fixture(scope="session")
-def examine(request: pytest.FixtureRequest, backend):
-    """examine(target, case) -> Observation: run one example (in a worker when isolating), record it
-    for the summary, and on the final, shrunk failure write its repro script."""
-    from hypothesis import note
-    from hypothesis.control import current_build_context
+def gemm_runner(request: pytest.FixtureRequest, backend):
+    """The runner of this process: every example runs through it."""
+    from properties.run.runner import Runner
 
-    from properties.report import repros, stats
-    from properties.run import isolation
+    with Runner(request.config.stash[SETTINGS], backend) as runner:
+        request.config.stash[_RUNNERS].append(runner)
+        yield runner
 
-    config = request.config
 
-    def run(target, case):
-        try:
-            observed = isolation.run_example(target.variant, case, backend)
-        except Exception as error:
-            stats.record_failure(target.id, error)
-            if config._gemm_repros is not None and getattr(current_build_context(), "is_final", True):
-                path = repros.write(config._gemm_repros, target.variant.name, case, backend.name, str(error),
-                                   config.getoption("gemm_kernel"), config.getoption("gemm_kernel_signature"))
-                note(f"repro script: python {path}")
-            raise
-        stats.record_pass(target.id, observed)
-        return observed
+_RUNNERS = pytest.StashKey[list]()
 
-    return run
+
+@pytest.fixture
+def gemm(request: pytest.FixtureRequest, gemm_runner):
+    """The examples of this test: `gemm.run(example, variant)` (see properties.run.runner.PropertyRun)."""
+    params = getattr(request.node, "callspec", None)
+    params = params.params if params else {}
+    label = next((str(getattr(params[name], "id", "")) or request.node.name for name in _BATTERY if name in params),
+                 request.node.name)
+    if "corpus_case" in params and params["corpus_case"] is not None:
+        label = params["corpus_case"].path.stem
+    return gemm_runner.property(label)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    report = yield
+    if call.when == "call" and report.failed and call.excinfo is not None and SELECTION in item.config.stash:
+        from properties.report import display
+
+        if item.config.getoption("tbstyle") in ("auto", "short"):
+            short = display.longrepr(call.excinfo.value, str(item.path))
+            if short is not None:
+                report.longrepr = short
+    return report
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    path = getattr(_CONFIG, "option", None) and _CONFIG.option.gemm_failure_log
-    if path and report.failed and not hasattr(_CONFIG, "workerinput"):  # the controller (or a plain run) writes
+    config = _CONFIG[0] if _CONFIG else None
+    path = config and config.getoption("gemm_failure_log")
+    if path and report.failed and not hasattr(config, "workerinput"):  # the controller (or a plain run) writes
         with open(path, "a") as log:
-            errors = [line for line in report.longreprtext.splitlines() if line.startswith("E ")]
-            log.write(f"=== {report.nodeid} ({report.when})\n" + "\n".join(errors[:80]) + "\n\n")
+            log.write(f"=== {report.nodeid} ({report.when})\n{report.longreprtext}\n\n")
+
+
+_CONFIG: list = []
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _CONFIG[:] = [session.config]
+    session.config.stash[_RUNNERS] = []
+
+
+def _stats(config: pytest.Config) -> dict:
+    merged: dict = {}
+    for runner in config.stash.get(_RUNNERS, []):
+        for target_id, values in runner.stats.snapshot().items():
+            merged.setdefault(target_id, []).append(values)
+    for target_id, values in config.stash.get(WORKER_STATS, {}).items():
+        merged.setdefault(target_id, []).extend(values)
+    return merged
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    from properties.report import stats
-
     if hasattr(session.config, "workeroutput"):  # an xdist worker: hand the numbers to the controller
-        session.config.workeroutput["gemm_stats"] = stats.snapshot()
+        session.config.workeroutput["gemm_stats"] = _stats(session.config)
 
 
+@pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node, error) -> None:
-    from properties.report import stats
-
     data = getattr(node, "workeroutput", {}).get("gemm_stats")
     if data:
-        stats.merge(node.config._gemm_worker_stats, data)
+        into = node.config.stash[WORKER_STATS]
+        for target_id, values in data.items():
+            into.setdefault(target_id, []).extend(values)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
-    if not hasattr(config, "_gemm_backend"):
+    if SELECTION not in config.stash:
         return
-    from properties.report import stats
+    from properties.report.stats import TargetStats, table
 
-    merged: dict = {}
-    stats.merge(merged, stats.snapshot())
-    stats.merge(merged, {k: vars(v) for k, v in config._gemm_worker_stats.items()})
+    merged = {}
+    for target_id, values in _stats(config).items():
+        total = TargetStats()
+        for v in values:
+            total.merge(TargetStats(**v))
+        merged[target_id] = total
     if not merged:
         return
     terminalreporter.section("GEMM targets: examples, failures, worst error / bound")
-    for line in stats.table(merged):
+    for line in table(merged):
         terminalreporter.write_line(line)

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from reference.formats import FORMATS, TF32, Format, by_name
 from reference.numpy_ref import Product
@@ -118,18 +119,60 @@ def exact_expected(product: Product, arith: Arithmetic) -> bool:
     return bool(P.size == 0 or P.max() <= 2.0**arith.exact_bits)
 
 
-def overflow_possible(product: Product, bound: np.ndarray, arith: Arithmetic, out: Format) -> np.ndarray:
-    """Where may a correct kernel return +-Inf of the result's sign: the exact result's interval
-    reaches the overflow threshold of C's dtype or of the accumulator."""
-    limit = min(out.overflow_threshold, arith.acc.overflow_threshold)
-    return np.abs(product.value) + bound >= limit
+@dataclass(frozen=True)
+class Allowance:
+    """What a correct kernel may return, element by element: `expected` within `bound` (exactly, when
+    `exact`), or a non-finite value where the masks allow it. Elements in `free` are not judged."""
+
+    expected: np.ndarray  # float64; may hold NaN and +-Inf, which then must be matched
+    bound: np.ndarray  # |C - expected| <= bound where both are finite
+    exact: bool  # bit-exact: C == expected (NaN matching NaN)
+    pos_inf: np.ndarray  # +Inf is acceptable here
+    neg_inf: np.ndarray  # -Inf is acceptable here
+    nan: np.ndarray  # NaN is acceptable here
+    free: np.ndarray | None = None  # not judged (e.g. a relation where a run may legitimately overflow)
+    reference: np.ndarray | None = None  # the float64 product itself (exact cases: before rounding)
+
+    def ambiguous(self) -> np.ndarray:
+        """Where more than one class of value (finite, +Inf, -Inf, NaN) is acceptable: two correct
+        kernels may differ there (which one they give depends on the order of summation)."""
+        options = np.isfinite(self.expected).astype(np.int8) + self.pos_inf + self.neg_inf + self.nan
+        return options > 1
 
 
-def partial_sums_may_overflow(product: Product, bound: np.ndarray, arith: Arithmetic) -> np.ndarray:
-    """Where may a correct kernel return any non-finite value (+Inf, -Inf or NaN) for a finite result:
-    some partial sum, in some summation order, may pass the accumulator's overflow threshold, though
-    the final result does not (sum |a||b| bounds every partial sum). Which infinity, or NaN when a
-    split reduction meets both, depends on the order: a property of the arithmetic, not a bug."""
-    if not arith.acc.is_float:
-        return np.zeros(product.magnitude.shape, dtype=bool)
-    return product.magnitude + bound >= arith.acc.overflow_threshold
+def allowance(product: Product, k: int, arith: Arithmetic, out: Format) -> Allowance:
+    """What every correct kernel computing `product` with `arith` into `out` may return.
+
+    Exact cases: the float64 product rounded once to C's dtype, bit for bit. Otherwise, per element:
+      reference NaN     NaN, and only NaN;
+      reference +-Inf   that infinity; NaN too only where the finite products of the opposite sign can
+                        themselves overflow the accumulator (Inf - Inf);
+      reference finite  within the bound; +Inf where the result's interval reaches the overflow
+                        threshold upwards (of C's dtype or the accumulator), or where the positive
+                        part of the finite products (plus the bound) can overflow the accumulator in
+                        some partial sum; -Inf likewise downwards; NaN only where both can happen.
+    Partial sums lie between sum min(ab, 0) and sum max(ab, 0) in every summation order, so these
+    allowances follow the signs of the terms: an all-positive sum never gives -Inf or NaN."""
+    bound = elementwise(product, k, arith, out)
+    value = product.value
+    if exact_expected(product, arith):
+        none = np.zeros(value.shape, dtype=bool)
+        rounded = np.asarray(torch.from_numpy(value).to(out.dtype).to(torch.float64))
+        return Allowance(rounded, bound, True, none, none, none, reference=value)
+    finite = np.isfinite(value)
+    if arith.acc.is_float:
+        limit = arith.acc.overflow_threshold
+        can_overflow = product.magnitude + bound >= limit  # cheap test before the sign parts are computed
+        if can_overflow.any():
+            up = can_overflow & (product.positive + bound >= limit)
+            down = can_overflow & (-product.negative + bound >= limit)
+        else:
+            up = down = can_overflow
+    else:
+        up = down = np.zeros(value.shape, dtype=bool)
+    result_limit = min(out.overflow_threshold, arith.acc.overflow_threshold)
+    with np.errstate(invalid="ignore"):
+        pos_inf = (finite & ((value + bound >= result_limit) | up)) | np.isposinf(value)
+        neg_inf = (finite & ((value - bound <= -result_limit) | down)) | np.isneginf(value)
+    nan = np.isnan(value) | (finite & up & down) | (np.isposinf(value) & down) | (np.isneginf(value) & up)
+    return Allowance(value, bound, False, pos_inf, neg_inf, nan, reference=value)

@@ -1,4 +1,4 @@
-"""The float64 truth: the product of the exact input values, and |A|.|B| for error bounds.
+"""The float64 truth: the product of the exact input values, and the sums that bound its rounding.
 
 Inputs are already quantized to their dtype, so converting them to float64 is exact. For
 integer-valued inputs with |A|.|B| below 2**53 the float64 product is exact too; otherwise it is off
@@ -6,12 +6,16 @@ by at most gamma_K(2**-53) |A|.|B|, which `reference.bounds` adds to every bound
 
 Non-finite inputs follow IEEE semantics element by element (computed with indicator products rather
 than trusting a BLAS with them): C[i, j] is NaN if some product is NaN (a NaN factor, or 0 * Inf) or
-if products of both infinite signs meet; otherwise +-Inf if some product is +-Inf.
+if products of both infinite signs meet; otherwise +-Inf if some product is +-Inf. The sums over the
+*finite* products are kept apart from that verdict: |A|.|B| (the bound's scale) and the positive and
+negative parts, sum max(a b, 0) and sum min(a b, 0), which bound every partial sum a kernel can form
+in any order (so they say where a partial sum may overflow, and with which sign).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import torch
@@ -19,10 +23,31 @@ import torch
 
 @dataclass(frozen=True)
 class Product:
-    value: np.ndarray  # float64 M x N: A @ B
-    magnitude: np.ndarray  # float64 M x N: |A| @ |B| over finite entries (the bound's scale)
+    value: np.ndarray  # float64 M x N: A @ B with IEEE semantics for non-finite entries
+    magnitude: np.ndarray  # float64 M x N: |A| @ |B| over the finite entries (the bound's scale)
     integer_inputs: bool  # every entry of A and B is a finite integer
     max_abs_input: float  # largest finite |entry| of A or B
+    # A and B with their non-finite entries zeroed (for the sign parts, computed when asked for)
+    finite_a: np.ndarray | None = field(default=None, repr=False, compare=False)
+    finite_b: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def positive(self) -> np.ndarray:
+        """sum over k of max(a_ik b_kj, 0) over finite products: no partial sum exceeds it."""
+        return self._parts[0]
+
+    @cached_property
+    def negative(self) -> np.ndarray:
+        """sum over k of min(a_ik b_kj, 0) over finite products (<= 0): no partial sum is below it."""
+        return self._parts[1]
+
+    @cached_property
+    def _parts(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.finite_a is None:  # built by hand (tests): every term's sign unknown, both parts at full size
+            return self.magnitude, -self.magnitude
+        a, b = self.finite_a, self.finite_b
+        ap, an, bp, bn = np.maximum(a, 0), np.minimum(a, 0), np.maximum(b, 0), np.minimum(b, 0)
+        return ap @ bp + an @ bn, ap @ bn + an @ bp
 
 
 def to_float64(t: torch.Tensor) -> np.ndarray:
@@ -36,7 +61,7 @@ def product(a: torch.Tensor, b: torch.Tensor) -> Product:
     integers = bool(finite_a.all() and finite_b.all() and np.all(A == np.round(A)) and np.all(B == np.round(B)))
     largest = max([np.abs(x[np.isfinite(x)]).max(initial=0.0) for x in (A, B)])
     if finite_a.all() and finite_b.all():
-        return Product(A @ B, np.abs(A) @ np.abs(B), integers, largest)
+        return Product(A @ B, np.abs(A) @ np.abs(B), integers, largest, A, B)
     a0, b0 = np.where(finite_a, A, 0.0), np.where(finite_b, B, 0.0)
     value = a0 @ b0
     magnitude = np.abs(a0) @ np.abs(b0)
@@ -56,5 +81,4 @@ def product(a: torch.Tensor, b: torch.Tensor) -> Product:
     value = np.where(plus, np.inf, value)
     value = np.where(minus, -np.inf, value)
     value = np.where(nan, np.nan, value)
-    magnitude = np.where(np.isfinite(value), magnitude, np.inf)
-    return Product(value, magnitude, False, largest)
+    return Product(value, magnitude, False, largest, a0, b0)

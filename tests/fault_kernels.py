@@ -1,10 +1,38 @@
-"""Kernels that crash or hang, loaded by tests/test_faults.py as user kernels (--gemm-kernel style,
-FUNC(a, b, c)), so a worker process can run them."""
+"""Kernels that crash or hang, loaded as user kernels (--gemm-kernel style, FUNC(a, b, c)) by
+tests/test_faults.py. Each is a correct kernel except on fp16 inputs, where it faults: a launcher
+that loops forever, a process that aborts (as glibc does on a corrupted heap), a null pointer
+dereferenced (in the process on the CPU, in the kernel on a GPU)."""
 
+import ctypes
 import os
 
+import torch
 import triton
 import triton.language as tl
+
+supported_dtypes = (torch.float16, torch.bfloat16)
+
+
+@triton.jit
+def _matmul(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn, B: tl.constexpr):
+    m = tl.program_id(0) * B + tl.arange(0, B)
+    n = tl.program_id(1) * B + tl.arange(0, B)
+    kk = tl.arange(0, B)
+    acc = tl.zeros((B, B), dtype=tl.float32)
+    for k in range(0, K, B):
+        x = tl.load(a + m[:, None] * sam + (k + kk)[None, :] * sak, mask=(m[:, None] < M) & ((k + kk)[None, :] < K),
+                    other=0.0)
+        y = tl.load(b + (k + kk)[:, None] * sbk + n[None, :] * sbn, mask=((k + kk)[:, None] < K) & (n[None, :] < N),
+                    other=0.0)
+        acc = tl.dot(x, y, acc)
+    tl.store(c + m[:, None] * scm + n[None, :] * scn, acc.to(c.dtype.element_ty),
+             mask=(m[:, None] < M) & (n[None, :] < N))
+
+
+def _right(a, b, c):
+    M, K = a.shape
+    N = b.shape[1]
+    _matmul[(triton.cdiv(M, 16), triton.cdiv(N, 16))](a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride(), B=16)
 
 
 @triton.jit
@@ -17,11 +45,43 @@ def _wait_for_flag(flag_ptr, c_ptr):
 
 
 def hang(a, b, c):
-    """Never terminates."""
-    import torch
-
+    """A kernel that never terminates (on fp16)."""
+    if a.dtype != torch.float16:
+        return _right(a, b, c)
     flag = torch.zeros(1, dtype=torch.int32, device=c.device)
     _wait_for_flag[(1,)](flag, c)
+
+
+def loop_forever(a, b, c):
+    """A launcher that never returns (on fp16)."""
+    if a.dtype != torch.float16:
+        return _right(a, b, c)
+    while True:
+        pass
+
+
+def abort(a, b, c):
+    """Dies the way a corrupted heap does: glibc aborts the process (on fp16)."""
+    if a.dtype != torch.float16:
+        return _right(a, b, c)
+    os.abort()
+
+
+@triton.jit
+def _load_from(address, out_ptr):
+    ptr = address.to(tl.pointer_type(tl.float32))
+    tl.store(out_ptr, tl.load(ptr))
+
+
+def null_pointer(a, b, c):
+    """Dereferences a null pointer (on fp16): in the launcher on the CPU, in the kernel on a GPU."""
+    if a.dtype != torch.float16:
+        return _right(a, b, c)
+    if c.device.type == "cpu":
+        ctypes.string_at(0)
+    out = torch.empty(1, device=c.device)
+    _load_from[(1,)](0, out)
+    torch.cuda.synchronize()
 
 
 @triton.jit
@@ -34,6 +94,5 @@ def far_out_of_bounds_write(a, b, c):
     _store_far_away[(1,)](c, 2**33)
 
 
-def abort(a, b, c):
-    """Dies the way a corrupted heap does (glibc aborts the process)."""
-    os.abort()
+for _fn in (hang, loop_forever, abort, null_pointer, far_out_of_bounds_write):
+    _fn.supported_dtypes = supported_dtypes

@@ -5,27 +5,38 @@ import numpy as np
 import pytest
 
 from properties.judge import agreement, relations
-from properties.judge.oracles import GemmMismatch
+from properties.judge.failures import ValueOutOfBound
+from reference.bounds import Allowance
 
 
-def test_a_variant_that_differs_is_named(backend):
-    right = relations.Run(np.array([[1.0, 2.0]]), np.array([[1.0, 2.0]]), np.zeros((1, 2)), True)
-    wrong = relations.Run(np.array([[1.0, 3.0]]), np.array([[1.0, 2.0]]), np.zeros((1, 2)), True)
-    agreement.judge({"a": right, "b": right, "c": right}, "case")
-    with pytest.raises(GemmMismatch, match=r"1 of 3 variants differ from the majority \(a, b\):\n  c: C\[0, 1\] = 3"):
-        agreement.judge({"a": right, "b": right, "c": wrong}, "case")
-    agreement.judge({"a": right, "b": right, "c": wrong}, "case", focus="a")  # only the focus is judged...
-    with pytest.raises(GemmMismatch, match="c: C"):
-        agreement.judge({"a": right, "b": right, "c": wrong}, "case", focus="c")  # ...and here it is the outlier
-    near = relations.Run(np.array([[1.0, 2.5]]), np.array([[1.0, 2.0]]), np.full((1, 2), 0.3), False)
-    agreement.judge({"a": near, "b": relations.Run(right.c, right.value, np.full((1, 2), 0.3), False)}, "case")
+def _run(c, expected, bound, exact, may_overflow=None):
+    shape = np.shape(expected)
+    none = np.zeros(shape, dtype=bool)
+    overflow = none if may_overflow is None else np.asarray(may_overflow)
+    allow = Allowance(np.asarray(expected, dtype=float), np.broadcast_to(bound, shape), exact, overflow, overflow,
+                      overflow)
+    return relations.Run(np.asarray(c, dtype=float), allow)
 
 
-def test_an_overflow_agrees_only_where_a_partial_sum_may_overflow(backend):
-    value, bound = np.array([[0.0, 2.0]]), np.full((1, 2), 0.1)
-    finite = relations.Run(np.array([[0.0, 2.0]]), value, bound, False, np.array([[True, False]]))
-    overflowed = relations.Run(np.array([[np.inf, 2.0]]), value, bound, False, np.array([[True, False]]))
-    agreement.judge({"a": finite, "b": finite, "c": overflowed}, "case")
-    wrong = relations.Run(np.array([[0.0, np.inf]]), value, bound, False, np.array([[True, False]]))
-    with pytest.raises(GemmMismatch, match=r"c: C\[0, 1\] = inf"):
-        agreement.judge({"a": finite, "b": finite, "c": wrong}, "case")
+def test_a_variant_that_differs_is_named():
+    right = _run([[1.0, 2.0]], [[1.0, 2.0]], 0.0, True)
+    wrong = _run([[1.0, 3.0]], [[1.0, 2.0]], 0.0, True)
+    agreement.judge({"a": right, "b": right, "c": right})
+    majority = r"1 of 3 variants differ from the majority \(a, b\):\n  c: C\[0, 1\] = 3"
+    with pytest.raises(ValueOutOfBound, match=majority):
+        agreement.judge({"a": right, "b": right, "c": wrong})
+    agreement.judge({"a": right, "b": right, "c": wrong}, focus="a")  # only the focus is judged...
+    with pytest.raises(ValueOutOfBound, match="c: C"):
+        agreement.judge({"a": right, "b": right, "c": wrong}, focus="c")  # ...and here it is the outlier
+    near = _run([[1.0, 2.5]], [[1.0, 2.0]], 0.3, False)
+    agreement.judge({"a": near, "b": _run([[1.0, 2.0]], [[1.0, 2.0]], 0.3, False)})
+
+
+def test_an_overflow_agrees_only_where_a_partial_sum_may_overflow():
+    value = [[0.0, 2.0]]
+    finite = _run([[0.0, 2.0]], value, 0.1, False, [[True, False]])
+    overflowed = _run([[np.inf, 2.0]], value, 0.1, False, [[True, False]])
+    agreement.judge({"a": finite, "b": finite, "c": overflowed})
+    wrong = _run([[0.0, np.inf]], value, 0.1, False, [[True, False]])
+    with pytest.raises(ValueOutOfBound, match=r"c: C\[0, 1\] = inf"):
+        agreement.judge({"a": finite, "b": finite, "c": wrong})

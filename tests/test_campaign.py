@@ -1,8 +1,11 @@
 """The campaign (README's main job): runs on a time budget, writes a report with plots, and leaves a
 repro script for each failure."""
 
+import re
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -59,16 +62,45 @@ def test_a_short_campaign_writes_its_report(tmp_path):
     assert (report / "error_bound.png").stat().st_size > 0 and (report / "throughput.png").stat().st_size > 0
 
 
-def test_a_failing_kernel_leaves_a_repro_and_a_nonzero_status(tmp_path):
+def _elapsed(run) -> float:
+    """The seconds the campaign reports it ran (its targets, shrinking and report included)."""
+    return float(re.search(r"examples in (\d+) s", run.stdout).group(1))
+
+
+def test_a_failing_kernel_leaves_a_repro_and_a_nonzero_status_within_its_budget(tmp_path):
     (tmp_path / "mine.py").write_text(ROOT_KERNEL.replace("& ((k + kk)[None, :] < K)", ""))  # no K mask on A
-    run = _fuzz(tmp_path, "--budget", "20s", "--kernel", "mine.py:matmul", "--dtype", "fp16")
+    start = time.monotonic()
+    run = _fuzz(tmp_path, "--budget", "20s", "--kernel", "mine.py:matmul", "--dtype", "fp16", "--dtype", "bf16")
+    wall = time.monotonic() - start
     assert run.returncode == 1, run.stdout + run.stderr
+    assert _elapsed(run) <= 22, run.stdout  # the budget, shrinking included, within 10%
+    assert wall <= 22 + 20, f"{wall:.0f} s in all"  # and start-up (torch, triton, the worker) on top
     assert "FAIL" in run.stdout and "repro: python " in run.stdout
-    scripts = list((tmp_path / "report" / "repros").glob("user_matmul-fp16-*.py"))
-    assert len(scripts) == 1 and "## user:matmul-fp16: failure" in (tmp_path / "report" / "summary.md").read_text()
+    scripts = list((tmp_path / "report" / "repros").glob("user_mine_matmul_*-fp16-*.py"))
+    assert len(scripts) == 1 and "-fp16: out-of-bounds access" in (tmp_path / "report" / "summary.md").read_text()
     replay = subprocess.run([sys.executable, str(scripts[0]), "--backend", "interpreter"], cwd=tmp_path,
                             capture_output=True, text=True, timeout=600)
     assert replay.returncode == 1 and "FAIL: " in replay.stdout
+
+
+@pytest.mark.parametrize("sig, status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_an_interrupted_campaign_reports_what_it_did(tmp_path, sig, status):
+    """Ctrl-C or SIGTERM: the report of every finished target is written, then exit 130 or 143."""
+    process = subprocess.Popen([sys.executable, "-m", "properties.campaign", "--backend", "interpreter", "--report",
+                                str(tmp_path / "report"), "--budget", "36s", "--variant", "tiled", "--dtype", "fp16",
+                                "--dtype", "bf16", "--dtype", "int8"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, cwd=tmp_path)
+    lines = []
+    for line in process.stdout:  # wait until the first target is done
+        lines.append(line)
+        if line.startswith("[1/3]"):
+            break
+    process.send_signal(sig)
+    out, _ = process.communicate(timeout=120)
+    assert process.returncode == status, "".join(lines) + out
+    assert "Traceback" not in out and "interrupted" in out
+    summary = (tmp_path / "report" / "summary.md").read_text()
+    assert "**interrupted**" in summary and "| tiled-fp16 |" in summary
 
 
 def test_bad_arguments_are_refused(tmp_path):
@@ -82,7 +114,9 @@ def test_a_spent_share_stops_a_target_after_one_example(backend):
     """A target whose share of the budget is already spent still runs one example, then stops at
     once instead of finishing its Hypothesis round: the campaign keeps to its budget."""
     import kernels
+    from properties.run.runner import Runner, RunSettings
     from properties.run.targets import Target
 
-    result = campaign.run_target(Target(kernels.get("tiled"), "fp16"), backend, 0.0, None)
-    assert result.examples == 1 and not result.failure
+    with Runner(RunSettings(backend=backend.name), backend) as runner:
+        result = campaign.run_target(Target(kernels.get("tiled"), "fp16"), runner, 0.0)
+    assert result.examples == 1 and result.failure is None

@@ -1,94 +1,128 @@
-"""A crashing or hanging kernel costs one example, never the run (properties/run/isolation.py), and
-pytest-timeout ends a hanging test on either backend while the run goes on."""
+"""A kernel that hangs or crashes costs its own example, never the run (properties/run/isolation.py,
+properties/run/runner.py): the worker is replaced, a hang or a crash is never run twice, and the
+shrinking after it is bounded, so a failing test ends within twice the per-example timeout while the
+others run on."""
 
-import textwrap
+import time
+import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from properties.judge.failures import Crashed, OutOfBoundsAccess, TimedOut
 from properties.model.cases import GemmCase
-from properties.run import isolation
+from properties.run import isolation, user_kernel
+from properties.run.examples import Example
+from properties.run.runner import Runner, RunSettings
 
 FAULTS = Path(__file__).parent / "fault_kernels.py"
 CASE = GemmCase(4, 4, 4, "fp16", "fp16")
 
 
-def _worker(backend, func: str) -> isolation.Worker:
-    return isolation.Worker(backend.name, kernel_spec=f"{FAULTS}:{func}")
+def _kernel(func: str) -> tuple[str, dict]:
+    variant = user_kernel.load(f"{FAULTS}:{func}")
+    ref = user_kernel.loaded(variant.name)[1]
+    return variant.name, {"spec": ref.spec, "signature": None, "path": ref.path, "digest": ref.digest}
+
+
+def _worker(backend, func: str) -> tuple[str, isolation.Worker]:
+    name, kernel = _kernel(func)
+    return name, isolation.Worker(backend.name, kernel=kernel)
+
+
+def _example(name: str, case: GemmCase = CASE) -> dict:
+    return Example("reference", name, case).to_dict()
 
 
 def test_a_crash_costs_one_example_and_the_next_runs_in_a_fresh_worker(backend):
-    w = _worker(backend, "abort")
+    name, w = _worker(backend, "abort")
     try:
-        with pytest.raises(isolation.WorkerCrashed,
-                           match=r"variant 'user:abort' on 4x4x4 .*: the worker process died \(exit code -6\)"):
-            w.run("user:abort", CASE, timeout=300)
-        assert w.run("tiled", CASE, timeout=300).status == "pass"
+        with pytest.raises(Crashed, match=r"the worker process died \(killed by signal SIGABRT\)"):
+            w.run(_example(name), timeout=300)
+        assert w.run(_example("tiled"), timeout=300).payload["status"] == "pass"
         assert w.restarts == 1
     finally:
         w.close()
 
 
 def test_a_hanging_kernel_times_out_and_the_next_example_runs(backend):
-    w = _worker(backend, "hang")
+    name, w = _worker(backend, "hang")
     try:
-        w.run("tiled", CASE, timeout=300)  # started and warm: the limit below measures the hang alone
-        with pytest.raises(isolation.KernelTimeout, match=r"variant 'user:hang' on 4x4x4 .*no result after 15 s"):
-            w.run("user:hang", CASE, timeout=15)
-        assert w.run("tiled", CASE, timeout=300).status == "pass"
+        w.run(_example("tiled"), timeout=300)  # started and warm: the limit below measures the hang alone
+        with pytest.raises(TimedOut, match=r"no result after 15 s"):
+            w.run(_example(name), timeout=15)
+        assert w.run(_example("tiled"), timeout=300).payload["status"] == "pass"
     finally:
         w.close()
 
 
 @pytest.mark.interpreter
 def test_a_far_store_is_refused_in_the_interpreter_and_costs_nothing_else(backend):
-    w = _worker(backend, "far_out_of_bounds_write")
+    name, w = _worker(backend, "far_out_of_bounds_write")
     try:
-        answer = w.run("user:far_out_of_bounds_write", CASE, timeout=300)
-        assert answer.status == "fail" and answer.payload["error"] == "OutOfBoundsAccess"
-        assert "store" in answer.payload["message"] and w.restarts == 0
+        with pytest.raises(OutOfBoundsAccess, match="out-of-bounds store"):
+            isolation.verdict(w.run(_example(name), timeout=300), sanitize=False)
+        assert w.restarts == 0
     finally:
         w.close()
 
 
 @pytest.mark.gpu
 def test_an_illegal_address_on_the_gpu_costs_one_example(backend):
-    w = _worker(backend, "far_out_of_bounds_write")
+    name, w = _worker(backend, "far_out_of_bounds_write")
     try:
-        try:
-            answer = w.run("user:far_out_of_bounds_write", CASE, timeout=300)
-            assert answer.status == "fail" and answer.payload["context_lost"], answer.payload
-            assert "illegal" in answer.payload["message"].lower()
-        except isolation.WorkerCrashed as e:  # the driver may also take the process down
-            assert "died" in str(e)
-        assert w.run("tiled", CASE, timeout=300).status == "pass"  # a fresh process, a fresh context
+        with pytest.raises(Crashed, match="(?i)illegal|died"):
+            isolation.verdict(w.run(_example(name), timeout=300), sanitize=False)
+        assert w.run(_example("tiled"), timeout=300).payload["status"] == "pass"  # a fresh process, a fresh context
         assert w.restarts == 1
     finally:
         w.close()
 
 
-def test_pytest_timeout_fails_a_hanging_test_and_the_run_goes_on(pytester, backend):
-    pytester.makepyfile(test_hang=textwrap.dedent(f"""
-        import sys
-        import pytest
-        import torch
-        sys.path.insert(0, {str(FAULTS.parent)!r})
-        import fault_kernels
+def test_a_hanging_example_is_not_retried_and_shrinking_it_is_bounded(backend):
+    """Hypothesis shrinks a failure by running smaller cases; each would hang again. The runner runs
+    a hang once, gives the shrinking half a timeout in all, and reports the case that hung."""
+    name, kernel = _kernel("hang")
+    timeout = 12.0
+    with Runner(RunSettings(backend=backend.name, mode="worker", timeout=timeout, kernel=kernel), backend) as runner:
+        prop = runner.property("hang")
+        runner.run_once(Example("reference", "tiled", CASE))  # the worker is up: the clock below times the hang
 
-        @pytest.mark.timeout(15)
-        def test_hangs():
-            c = torch.zeros(1, device={str(backend.device)!r})
-            fault_kernels.hang(None, None, c)
-            if c.is_cuda:
-                torch.cuda.synchronize()
+        @settings(max_examples=20, database=None, derandomize=True)
+        @given(m=st.integers(1, 40))
+        def search(m):
+            prop.run(Example("reference", name, GemmCase(m, 4, 4, "fp16", "fp16")))
 
-        def test_after_it():
-            assert True
-    """))
-    args = ["--gemm-backend", backend.name, "-p", "no:cacheprovider"]
-    if backend.name == "cuda":
-        # a hung GPU kernel blocks its process inside the driver, where no signal is handled: the
-        # thread method ends that xdist worker, and xdist reports the test and starts another
-        args += ["-n", "2", "--timeout-method", "thread"]
+        start = time.monotonic()
+        with pytest.raises(TimedOut):
+            search()
+        elapsed = time.monotonic() - start
+    assert elapsed <= 2 * timeout, f"a hanging example cost {elapsed:.1f} s, more than twice the {timeout} s timeout"
+    assert prop.example is not None and prop.failure is not None
+
+
+def _durations(report: Path) -> dict[str, tuple[str, float]]:
+    outcomes = {}
+    for case in ElementTree.parse(report).iter("testcase"):
+        kind = next((child.tag for child in case if child.tag in ("failure", "error", "skipped")), "passed")
+        outcomes[case.get("name")] = (kind, float(case.get("time")))
+    return outcomes
+
+
+@pytest.mark.parametrize("func, xdist, timeout", [("loop_forever", False, 16), ("abort", False, 10),
+                                                  ("null_pointer", False, 10), ("hang", True, 16)])
+def test_a_faulting_kernel_fails_only_its_own_test_within_twice_the_timeout(func, xdist, timeout, pytester, backend):
+    """The kernel faults on fp16 and is right on bf16: under pytest (and pytest -n 2) the fp16 test
+    fails within twice the timeout, with its case and a repro, and the bf16 test still runs and passes."""
+    report = pytester.path / "report.xml"
+    args = ["--gemm-kernel", f"{FAULTS}:{func}", "--gemm-backend", backend.name, "--gemm-dtype", "fp16,bf16",
+            "-k", "test_matches_float64_reference", "--gemm-timeout", str(timeout), "-p", "no:cacheprovider",
+            "--hypothesis-profile", "ci", f"--junitxml={report}"] + (["-n", "2"] if xdist else [])
     result = pytester.runpytest_subprocess(*args, timeout=600)
-    result.assert_outcomes(passed=1, failed=1)
+    outcomes = {name.split("[")[1].rsplit("-", 1)[1].rstrip("]"): value for name, value in _durations(report).items()}
+    assert outcomes["fp16"][0] == "failure" and outcomes["bf16"][0] == "passed", outcomes
+    assert outcomes["fp16"][1] <= 2 * timeout, f"the faulting test took {outcomes['fp16'][1]:.1f} s"
+    out = result.stdout.str()
+    assert ("timed out:" if func in ("loop_forever", "hang") else "crashed:") in out and "repro: python " in out

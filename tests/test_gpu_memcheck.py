@@ -1,15 +1,21 @@
 """compute-sanitizer on compiled kernels (GPU only): the seed-004 pattern (loads masked along K
 only) reads rows of A that do not exist while its output is right; memcheck finds it once PyTorch's
-caching allocator is off, and every built-in variant is clean on a ragged case."""
+caching allocator is off, and every built-in variant is clean on a ragged case. A failure found so
+replays under memcheck from its repro script."""
+
+import subprocess
+import sys
 
 import pytest
 
 import kernels
 from kernels import mutants
-from properties.judge import check
+from properties.judge.failures import MemcheckError
 from properties.model import strategies
 from properties.model.cases import GemmCase
-from properties.run import isolation
+from properties.report import repros
+from properties.run import isolation, runner
+from properties.run.examples import Example
 
 pytestmark = pytest.mark.gpu
 
@@ -17,14 +23,14 @@ RAGGED = (130, 257, 65)  # one row, column and K element past a GPU tile boundar
 
 
 def _run(worker, variant, case):
-    answer = worker.run(variant.name, case, timeout=900)
+    answer = worker.run(Example("reference", variant.name, case).to_dict(), timeout=900)
     return answer, isolation.memcheck_errors(answer.log)
 
 
 def test_memcheck_flags_the_seed_004_pattern_with_the_caching_allocator_off(backend, capsys):
     mutant = mutants.get("grouped_k_mask_only")
     case = GemmCase(*RAGGED, "fp16", "fp16")
-    check.check(mutant.variant, case, backend)  # C is right: only a memory checker can see the bug
+    runner.check(mutant.variant, case, backend)  # C is right: only a memory checker can see the bug
     plain = isolation.Worker("cuda", sanitize=True)
     cached = isolation.Worker("cuda", sanitize=True, caching_allocator=True)
     try:
@@ -47,7 +53,18 @@ def test_every_builtin_variant_is_clean_under_memcheck(backend):
                 continue
             case = strategies.simplest_case(v, *RAGGED, "fp16", profile="normal", seed=1)
             answer, errors = _run(worker, v, case)
-            assert answer.status == "pass", answer.payload
+            assert answer.payload["status"] == "pass", answer.payload
             assert errors == [], f"{v.name}: " + "\n".join(errors)
     finally:
         worker.close()
+
+
+def test_a_memcheck_failure_replays_under_memcheck_from_its_repro(backend, tmp_path):
+    """Right output, stray reads: only memcheck sees it, so its repro must run under memcheck too."""
+    example = Example("reference", "grouped_k_mask_only", GemmCase(*RAGGED, "fp16", "fp16"))
+    settings = runner.RunSettings(backend="cuda", mode="sanitize", repros=str(tmp_path))
+    with runner.Runner(settings, backend) as run, pytest.raises(MemcheckError) as found:
+        run.run_once(example)
+    path = repros.write(tmp_path, example, settings, found.value)
+    replay = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=900, cwd="/")
+    assert replay.returncode == 1 and "compute-sanitizer" in replay.stdout, replay.stdout + replay.stderr

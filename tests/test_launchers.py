@@ -7,8 +7,8 @@ import pytest
 import torch
 
 import kernels
-from properties.judge import check
 from properties.model import strategies
+from properties.run import runner
 from reference.formats import name_of
 
 VARIANTS = [pytest.param(v, id=v.name) for v in kernels.variants()]
@@ -99,5 +99,5 @@ def test_empty_dimensions_are_valid(variant, backend, m, n, k):
     if not variant.runs_on(backend.name):
         pytest.skip(f"{variant.name} needs a CUDA GPU; the backend is {backend.name}")
     case = strategies.simplest_case(variant, m, n, k, name_of(next(iter(variant.dtypes))))
-    observed = check.check(variant, case, backend)
+    observed = runner.check(variant, case, backend)
     assert observed.exact

@@ -1,10 +1,12 @@
-"""Every oracle passes a right result and fails a planted wrong one, with a message that names it."""
+"""Every oracle passes a right result and fails a planted wrong one, with a typed failure whose
+message names it; the allowance for non-finite results follows IEEE semantics and the signs of the
+terms, so no wrong value hides behind an infinity."""
 
 import numpy as np
 import pytest
 import torch
 
-from properties.judge import oracles
+from properties.judge import compare, failures, oracles
 from properties.model.cases import GemmCase, Layout, materialize, unwritten_bits
 from reference import bounds, numpy_ref
 from reference.formats import by_name
@@ -21,101 +23,104 @@ def _right(ops):
     ops.c.view.copy_(torch.from_numpy(numpy_ref.product(ops.a.view, ops.b.view).value).to(ops.c.view.dtype))
 
 
-def _bound(ops, precision="ieee"):
-    case = ops.case
-    product = numpy_ref.product(ops.a.view, ops.b.view)
-    arith = bounds.arithmetic(case.dtype, precision)
-    out = by_name(case.out_dtype)
-    bound = bounds.elementwise(product, case.K, arith, out)
-    return product, bound, bounds.overflow_possible(product, bound, arith, out)
+def _allowance(a, b, dtype="fp16", out="fp16", precision="ieee"):
+    a, b = torch.tensor(a, dtype=torch.float64).to(by_name(dtype).dtype), torch.tensor(b, dtype=torch.float64).to(
+        by_name(dtype).dtype)
+    product = numpy_ref.product(a, b)
+    return bounds.allowance(product, a.shape[1], bounds.arithmetic(dtype, precision), by_name(out))
 
 
-def test_exact_passes_the_rounded_reference_and_fails_one_ulp_off():
+def _judge(got, allow):
+    return compare.values(np.array(got, dtype=np.float64), allow)
+
+
+def test_an_exact_case_passes_the_rounded_reference_and_fails_one_ulp_off():
     ops = materialize(_case(profile="small_ints"))
     _right(ops)
-    product = numpy_ref.product(ops.a.view, ops.b.view)
-    oracles.exact(ops.c.view, product.value, by_name("fp16"))
+    assert oracles.against_reference(ops, "ieee").exact
     ops.c.view[2, 3] = torch.nextafter(ops.c.view[2, 3], torch.tensor(np.inf, dtype=torch.float16))
-    with pytest.raises(oracles.GemmMismatch, match=r"C\[2, 3\] = .* exact result .* 1 of 35 elements differ"):
-        oracles.exact(ops.c.view, product.value, by_name("fp16"))
-
-
-def test_exact_requires_nan_exactly_where_the_reference_is_nan():
-    ops = materialize(_case(profile="small_ints"))
-    _right(ops)
-    product = numpy_ref.product(ops.a.view, ops.b.view)
-    ops.c.view[0, 0] = float("nan")
-    with pytest.raises(oracles.GemmMismatch, match=r"C\[0, 0\] = nan"):
-        oracles.exact(ops.c.view, product.value, by_name("fp16"))
+    with pytest.raises(failures.NotBitExact, match=r"C\[2, 3\] = .* is exactly .*; 1 of 35 elements differ"):
+        oracles.against_reference(ops, "ieee")
 
 
 def test_within_bound_passes_a_right_result_and_reports_the_worst_element():
     ops = materialize(_case())
     _right(ops)
-    product, bound, inf_ok = _bound(ops)
-    ratio = oracles.within_bound(ops.c.view, product.value, bound, inf_ok)
-    assert 0 <= ratio <= 1
+    verdict = oracles.against_reference(ops, "ieee")
+    assert not verdict.exact and 0 <= verdict.error_ratio <= 1
     ops.c.view[4, 1] += 0.5
     ops.c.view[1, 1] += 0.01
-    with pytest.raises(oracles.GemmMismatch, match=r"C\[4, 1\] = .* error bound .* x the bound\); 2 of 35"):
-        oracles.within_bound(ops.c.view, product.value, bound, inf_ok)
+    with pytest.raises(failures.ValueOutOfBound, match=r"C\[4, 1\] = .* x the bound\); 2 of 35 elements are outside"):
+        oracles.against_reference(ops, "ieee")
 
 
-def test_within_bound_refuses_nan_and_inf_where_the_reference_is_finite():
+def test_a_non_finite_value_where_the_reference_is_finite_fails():
     ops = materialize(_case())
-    _right(ops)
-    product, bound, inf_ok = _bound(ops)
-    ops.c.view[3, 3] = float("inf")
-    with pytest.raises(oracles.GemmMismatch, match="non-finite value where the reference is finite"):
-        oracles.within_bound(ops.c.view, product.value, bound, inf_ok)
-    _right(ops)
-    ops.c.view[3, 3] = float("nan")
-    with pytest.raises(oracles.GemmMismatch, match="poisoned memory"):
-        oracles.within_bound(ops.c.view, product.value, bound, inf_ok)
+    for bad in (float("inf"), float("nan")):
+        _right(ops)
+        ops.c.view[3, 3] = bad
+        with pytest.raises(failures.ValueOutOfBound, match="non-finite value where a finite one is due"):
+            oracles.against_reference(ops, "ieee")
 
 
-def test_within_bound_accepts_inf_only_where_the_result_may_overflow():
-    ref = np.array([[70000.0, 1.0]])
-    bound = np.array([[40.0, 1e-3]])
-    fp16, arith = by_name("fp16"), bounds.arithmetic("fp16")
-    product = numpy_ref.Product(ref, np.abs(ref), False, 1.0)
-    inf_ok = bounds.overflow_possible(product, bound, arith, fp16)
-    c = torch.tensor([[float("inf"), 1.0]], dtype=torch.float16)
-    oracles.within_bound(c, ref, bound, inf_ok)
-    c = torch.tensor([[float("-inf"), 1.0]], dtype=torch.float16)
-    with pytest.raises(oracles.GemmMismatch):
-        oracles.within_bound(c, ref, bound, inf_ok)
-    c = torch.tensor([[65504.0, 1.0]], dtype=torch.float16)
-    with pytest.raises(oracles.GemmMismatch, match=r"C\[0, 0\]"):
-        oracles.within_bound(c, ref, bound, inf_ok)
+def test_an_infinite_reference_admits_only_that_infinity():
+    # A = [[+Inf, 1]], B = [[1], [2]]: every correct kernel returns +Inf
+    allow = _allowance([[np.inf, 1.0]], [[1.0], [2.0]])
+    _judge([[np.inf]], allow)
+    for wrong in (0.0, 3.0, 65504.0, -np.inf, np.nan):
+        with pytest.raises(failures.ValueOutOfBound, match=r"where the float64 reference is inf"):
+            _judge([[wrong]], allow)
 
 
-def test_a_partial_sum_past_the_accumulator_range_may_leave_any_non_finite_value():
-    # 2**127 + 2**127 - 2**127 - 2**127: exactly 0, but an fp32 accumulator overflows on the way in
-    # one summation order and not in another; a correct kernel may return +-Inf or NaN there
+def test_nan_on_an_infinite_reference_only_where_the_finite_rest_can_overflow_the_other_way():
+    # +Inf plus a finite part that can itself reach -Inf in fp32: Inf - Inf = NaN is legitimate
     big = 2.0**127
-    a = torch.tensor([[big, big, -big, -big], [1.0, 1.0, 1.0, 1.0]], dtype=torch.bfloat16)
-    b = torch.tensor([[1.0], [1.0], [1.0], [1.0]], dtype=torch.bfloat16)
-    product = numpy_ref.product(a, b)
-    arith, bf16 = bounds.arithmetic("bf16"), by_name("bf16")
-    bound = bounds.elementwise(product, 4, arith, bf16)
-    inf_ok = bounds.overflow_possible(product, bound, arith, bf16)
-    any_ok = bounds.partial_sums_may_overflow(product, bound, arith)
-    assert any_ok.tolist() == [[True], [False]] and not inf_ok.any()
-    for first in (float("inf"), float("-inf"), float("nan"), 0.0):
-        oracles.within_bound(torch.tensor([[first], [4.0]], dtype=torch.bfloat16), product.value, bound, inf_ok, any_ok)
-    with pytest.raises(oracles.GemmMismatch, match=r"C\[1, 0\] = inf"):  # |A||B| is small in row 1: no excuse
-        oracles.within_bound(torch.tensor([[0.0], [float("inf")]], dtype=torch.bfloat16), product.value, bound,
-                             inf_ok, any_ok)
-    with pytest.raises(oracles.GemmMismatch, match=r"C\[0, 0\] = inf"):  # without the mask, the same fails
-        oracles.within_bound(torch.tensor([[float("inf")], [4.0]], dtype=torch.bfloat16), product.value, bound, inf_ok)
+    allow = _allowance([[np.inf, -big, -big]], [[1.0], [1.0], [1.0]], dtype="bf16", out="bf16")
+    _judge([[np.inf]], allow)
+    _judge([[np.nan]], allow)
+    with pytest.raises(failures.ValueOutOfBound):
+        _judge([[-np.inf]], allow)
+    # the same with a small finite part: NaN is wrong there
+    small = _allowance([[np.inf, -1.0, -1.0]], [[1.0], [1.0], [1.0]], dtype="bf16", out="bf16")
+    with pytest.raises(failures.ValueOutOfBound):
+        _judge([[np.nan]], small)
+
+
+def test_inf_only_where_the_result_may_overflow_and_with_its_sign():
+    # C = [[90150, 300.5], [300.5, 1.5]]: 90150 overflows fp16 (and 0.5s keep it off the exact path)
+    allow = _allowance([[300.0], [1.0]], [[300.5, 1.5]])
+    _judge([[np.inf, 450.0], [300.5, 1.5]], allow)
+    for wrong in (-np.inf, np.nan, 65504.0):
+        with pytest.raises(failures.ValueOutOfBound, match=r"C\[0, 0\]"):
+            _judge([[wrong, 450.0], [300.5, 1.5]], allow)
+
+
+def test_a_partial_sum_past_the_accumulator_range_allows_what_its_signs_allow():
+    # 2**127 + 2**127 - 2**127 - 2**127: exactly 0, but an fp32 accumulator may overflow on the way,
+    # to +Inf in one order, -Inf in another, NaN in a split reduction: all legitimate
+    big = 2.0**127
+    allow = _allowance([[big, big, -big, -big], [1.0, 1.0, 1.0, 1.0]], [[1.0], [1.0], [1.0], [1.0]], "bf16", "bf16")
+    for first in (np.inf, -np.inf, np.nan, 0.0):
+        _judge([[first], [4.0]], allow)
+    with pytest.raises(failures.ValueOutOfBound, match=r"C\[1, 0\] = inf"):  # |A||B| is small in row 1: no excuse
+        _judge([[0.0], [np.inf]], allow)
+
+
+def test_an_all_positive_sum_that_overflows_admits_only_plus_inf():
+    # every product positive: every order of summation gives +Inf; NaN and -Inf are wrong
+    a = [[2.0**126] * 8]
+    allow = _allowance(a, [[1.0]] * 8, "fp32", "fp32")
+    _judge([[np.inf]], allow)
+    for wrong in (-np.inf, np.nan, 3.4e38):
+        with pytest.raises(failures.ValueOutOfBound):
+            _judge([[wrong]], allow)
 
 
 def test_all_written_catches_an_untouched_element_but_not_a_computed_nan():
     ops = materialize(_case())
     product = numpy_ref.product(ops.a.view, ops.b.view)
     unwritten = unwritten_bits(by_name("fp16"))
-    with pytest.raises(oracles.GemmMismatch, match=r"C\[0, 0\] still holds its pre-fill .*\(35 of 35 elements"):
+    with pytest.raises(failures.NotWritten, match=r"C\[0, 0\] still holds its pre-fill .*\(35 of 35 elements"):
         oracles.all_written(ops.c.view, product.value, unwritten)
     _right(ops)
     ops.c.view[2, 2] = float("nan")  # a computed NaN has the canonical payload
@@ -145,7 +150,8 @@ def test_canaries_name_a_write_before_after_and_inside_the_padding():
         ops = materialize(_case(c=Layout(pad=3)))
         _right(ops)
         ops.c.buffer[index] = 1.0
-        with pytest.raises(oracles.GemmMismatch, match=f"a write outside C: buffer offset {index} changed \\({where}"):
+        expected = f"a write outside C: buffer offset {index} changed \\({where}"
+        with pytest.raises(failures.WriteOutsideC, match=expected):
             oracles.canaries_intact(ops.c)
 
 
@@ -153,5 +159,13 @@ def test_input_unchanged_names_the_element_written():
     ops = materialize(_case())
     oracles.input_unchanged(ops.a)
     ops.a.view[1, 2] = 0.0 if ops.a.view[1, 2] != 0 else 1.0
-    with pytest.raises(oracles.GemmMismatch, match=r"a write into input A: .* \(A\[1, 2\]\)"):
+    with pytest.raises(failures.InputModified, match=r"a write into input A: .* \(A\[1, 2\]\)"):
         oracles.input_unchanged(ops.a)
+
+
+def test_failures_travel_whole_between_processes():
+    error = failures.ValueOutOfBound("C[0, 1] = 3 where ...", index=(0, 1), got=3.0, count=1)
+    error.with_context(variant="tiled", case="1x2x3 ...", check="against the float64 reference")
+    again = failures.GemmFailure.from_dict(error.to_dict())
+    assert type(again) is failures.ValueOutOfBound and again.kind == "value out of bound"
+    assert again.index == [0, 1] and again.got == 3.0 and str(again) == str(error)

@@ -44,13 +44,20 @@ NO_K_MASK = KERNEL.replace("K_MASK_A", "True").replace("K_MASK_B", "True")
 FAST = ["--gemm-backend", "interpreter", "--gemm-dtype", "fp16", "-p", "no:cacheprovider", "--hypothesis-profile", "ci"]
 
 
+def _examples(result, target: str) -> int:
+    """The examples column of a target's row in the summary table."""
+    row = next(line for line in result.stdout.lines if line.startswith(target))
+    return int(row.split()[1])
+
+
 def test_a_right_kernel_passes_the_whole_battery(pytester):
     pytester.makepyfile(my_kernel=RIGHT)
     result = pytester.runpytest_subprocess("--gemm-kernel", "my_kernel.py:matmul", *FAST, timeout=900)
     # property, relations, agreement; skipped: no past repros yet, and compiled-vs-interpreted needs a GPU
     result.assert_outcomes(passed=3, skipped=2)
-    result.stdout.fnmatch_lines(["gemm kernel under test: user kernel my_kernel.py:matmul (user:matmul)",
-                                 "*GEMM targets*", "user:matmul-fp16 *25 *"])
+    result.stdout.fnmatch_lines(["gemm kernel under test: user:my_kernel.matmul#* (user kernel my_kernel.py:matmul)",
+                                 "*GEMM targets*", "user:my_kernel.matmul#*-fp16 * 0 *-*"])
+    assert _examples(result, "user:my_kernel.matmul#") >= 25
     assert result.ret == 0
 
 
@@ -61,17 +68,18 @@ def test_a_wrong_kernel_fails_with_its_shrunk_case_and_a_repro_script(pytester):
     # distinct failures are reported apart: the plain layout reads past A, a broadcast one (stride 0)
     # stays in bounds but sums the wrong values
     out = result.stdout.str()
-    assert "OutOfBoundsAccess: variant 'user:matmul' on 1x1x1 fp16->fp16 A:row B:row C:row ones seed=0:" in out
-    assert "out-of-bounds load in kernel '_kernel'" in out and "repro script: python " in out
-    scripts = sorted((pytester.path / "repros").glob("user_matmul-fp16-*.py"))
-    assert scripts and out.count("repro script: python ") == len(scripts)
+    assert "out-of-bounds access: user:my_kernel.matmul#" in out
+    assert "on 1x1x1 fp16->fp16 A:row B:row C:row ones seed=0" in out
+    assert "out-of-bounds load in kernel '_kernel'" in out and "repro: python " in out
+    scripts = sorted((pytester.path / "repros").glob("user_my_kernel_matmul_*-fp16-*.py"))
+    assert scripts and out.count("repro: python ") == len(scripts)
     for script in scripts:  # each replays on its own and fails while the bug is there
         replay = subprocess.run([sys.executable, str(script), "--backend", "interpreter"], cwd=pytester.path,
                                 capture_output=True, text=True, timeout=600)
         assert replay.returncode == 1 and "FAIL: " in replay.stdout, replay.stdout + replay.stderr
     # the next run replays them first, and they still fail
     again = pytester.runpytest_subprocess("--gemm-kernel", "my_kernel.py:matmul", "-x", *FAST, timeout=900)
-    again.stdout.fnmatch_lines(["FAILED *test_replays_a_past_failure[[]user_matmul-fp16-*", "*1 failed*"])
+    again.stdout.fnmatch_lines(["FAILED *test_replays_a_past_failure[[]user_my_kernel_matmul_*-fp16-*", "*1 failed*"])
 
 
 def test_a_leetgpu_solve_function_is_tested_too(pytester):
@@ -79,11 +87,18 @@ def test_a_leetgpu_solve_function_is_tested_too(pytester):
     result = pytester.runpytest_subprocess("--gemm-kernel", "my_kernel.py:solve", "--gemm-kernel-signature",
                                            "leetgpu", *FAST, timeout=900)
     assert result.ret == 0, result.stdout.str()[-3000:]
-    result.stdout.fnmatch_lines(["user:solve-fp16 *25 *"])
+    assert _examples(result, "user:my_kernel.solve#") >= 25
+
+
+SYNTAX_ERROR = "import triton\n\ndef matmul(a, b, c)\n    pass\n"
+RAISES_AT_IMPORT = "import triton\nLIMIT = 1 / 0\n\ndef matmul(a, b, c):\n    pass\n"
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--gemm-kernel", "missing.py:f"], "no file */missing.py"),
+    (["--gemm-kernel", "missing.py:f"], "*no file */missing.py"),
+    (["--gemm-kernel", "broken.py:matmul"], "*broken.py:3: syntax error: expected ':'"),
+    (["--gemm-kernel", "raising.py:matmul"], "*importing */raising.py:2 raised ZeroDivisionError: division by zero"),
+    (["--hypothesis-profile", "nosuch"], "*--hypothesis-profile nosuch: no such profile; the suite's are dev, ci*"),
     (["--gemm-kernel", "my_kernel.py:nope"], "*has no 'nope'; it defines *matmul*solve*"),
     (["--gemm-kernel", "my_kernel.py"], "*expected PATH.py:FUNC or module:FUNC"),
     (["--gemm-kernel", "my_kernel.py:solve"], "*solve(a, b, c, M, N, K) cannot take 3 arguments*"),
@@ -93,10 +108,48 @@ def test_a_leetgpu_solve_function_is_tested_too(pytester):
     (["--gemm-timeout", "0"], "*--gemm-timeout must be positive*"),
 ])
 def test_bad_options_are_refused_with_what_was_expected(pytester, args, message):
-    pytester.makepyfile(my_kernel=RIGHT)
+    """One line saying what was wrong and what is expected: never INTERNALERROR or a traceback."""
+    pytester.makepyfile(my_kernel=RIGHT, broken=SYNTAX_ERROR, raising=RAISES_AT_IMPORT)
     result = pytester.runpytest_subprocess("--gemm-backend", "interpreter", *args, timeout=300)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"*{message}*"])
+    result.stderr.fnmatch_lines([f"ERROR: {message}*"])
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in result.stderr.str() and len(result.stderr.lines) <= 3, result.stderr.str()
+
+
+@pytest.mark.interpreter
+def test_asking_for_a_gpu_on_a_machine_without_one_is_a_usage_error(pytester, monkeypatch):
+    for name in ("TRITON_INTERPRET", "GEMM_BACKEND"):  # a fresh shell, as a user's
+        monkeypatch.delenv(name, raising=False)
+    result = pytester.runpytest_subprocess("--gemm-backend", "cuda", "-p", "no:cacheprovider", timeout=300)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --gemm-backend cuda: backend 'cuda' was asked for but torch sees no CUDA GPU"])
+    assert len(result.stderr.lines) <= 3 and "Traceback" not in result.stderr.str()
+
+
+def test_the_plugin_works_without_xdist(pytester):
+    pytester.makepyfile(my_kernel=RIGHT)
+    result = pytester.runpytest_subprocess("--gemm-kernel", "my_kernel.py:matmul", "-p", "no:xdist", "-k",
+                                           "test_matches", *FAST, timeout=900)
+    assert result.ret == 0 and "INTERNALERROR" not in result.stdout.str(), result.stdout.str()[-2000:]
+
+
+def test_two_kernels_of_one_name_never_share_a_repro_and_the_corpus_replays_only_the_kernel_under_test(pytester):
+    """A failure of one `matmul` leaves a repro named for its file and content; a later run of another
+    `matmul` (and the project's own run) leaves that script out, saying so in one line; a run of the
+    same kernel, edited, replays it."""
+    pytester.makepyfile(wrong=NO_K_MASK, right=RIGHT)
+    failing = pytester.runpytest_subprocess("--gemm-kernel", "wrong.py:matmul", "-k", "test_matches", *FAST,
+                                            timeout=900)
+    assert failing.ret == 1
+    scripts = list((pytester.path / "repros").glob("user_wrong_matmul_*-fp16-*.py"))
+    assert len(scripts) == 1
+    other = pytester.runpytest_subprocess("--gemm-kernel", "right.py:matmul", "-k", "corpus", *FAST, timeout=900)
+    assert other.ret == 0
+    other.stdout.fnmatch_lines(["gemm corpus: 0 repro script(s) in * replayed first; 1 left out (other kernels*"])
+    (pytester.path / "wrong.py").write_text(RIGHT)  # the kernel, fixed
+    fixed = pytester.runpytest_subprocess("--gemm-kernel", "wrong.py:matmul", "-k", "corpus", *FAST, timeout=900)
+    fixed.stdout.fnmatch_lines(["gemm corpus: 1 repro script(s) in * replayed first; 0 left out*", "*1 passed*"])
 
 
 def test_kernel_attributes_are_checked():

@@ -9,9 +9,10 @@ import torch
 from kernels import operands
 from kernels.dtypes import ALL_DTYPES
 from kernels.registry import Variant
-from properties.judge import check, relations
-from properties.judge.oracles import GemmMismatch
-from properties.model.cases import COL, GemmCase
+from properties.judge import oracles, relations
+from properties.judge.failures import NotBitExact, ValueOutOfBound
+from properties.model.cases import COL, GemmCase, materialize
+from properties.run import examples
 
 
 def _fake(name: str, compute, deterministic: bool = True) -> Variant:
@@ -29,26 +30,31 @@ RIGHT = _fake("right", lambda a, b: a @ b)
 
 
 def _first(variant, case, backend):
-    _, ops = check.run(variant, case, backend)
-    return ops, relations.observed(variant, ops)
+    ops = materialize(case, backend.device)
+    examples.launch(variant, ops, backend)
+    return ops, relations.observed(oracles.against_reference(ops, variant.precision))
+
+
+def _launch(backend):
+    return lambda variant, ops: examples.launch(variant, ops, backend)
 
 
 def test_a_right_kernel_keeps_every_relation(backend):
     for case in (GemmCase(5, 7, 9, "fp16", "fp16", profile="small_ints", seed=1),
                  GemmCase(5, 7, 9, "fp32", "fp32", a=COL, profile="normal", seed=2)):
         ops, first = _first(RIGHT, case, backend)
-        relations.transpose(RIGHT, ops, first, backend)
-        assert relations.scale(RIGHT, ops, first, backend, k=-1)
-        relations.zero_padding(RIGHT, ops, first, backend, extra=3)
-        relations.split_k(RIGHT, ops, first, backend, k1=4)
+        relations.transpose(RIGHT, _launch(backend), ops, first)
+        assert relations.scale(RIGHT, _launch(backend), ops, first, k=-1)
+        relations.zero_padding(RIGHT, _launch(backend), ops, first, extra=3)
+        relations.split_k(RIGHT, _launch(backend), ops, first, k1=4)
 
 
 def test_transpose_catches_a_kernel_wrong_only_for_column_major_a(backend):
     # right for a row-major A; the transposed problem's A (= B^T) is column-major
     wrong = _fake("col_major_bug", lambda a, b: a @ b + (0 if a.stride(1) == 1 or a.shape[1] == 1 else 1))
     ops, first = _first(wrong, GemmCase(3, 4, 5, "fp16", "fp16", seed=0), backend)
-    with pytest.raises(GemmMismatch, match=r"relation 'transpose' broken at C\[0, 0\]: 6 where 5 was expected"):
-        relations.transpose(wrong, ops, first, backend)
+    with pytest.raises(NotBitExact, match=r"C\[0, 0\] = 6 where the relation 'transpose' is exactly 5"):
+        relations.transpose(wrong, _launch(backend), ops, first)
 
 
 def test_scale_catches_a_kernel_that_is_not_deterministic(backend):
@@ -56,25 +62,26 @@ def test_scale_catches_a_kernel_that_is_not_deterministic(backend):
     calls = itertools.count()
     noisy = _fake("noisy", lambda a, b: (a @ b) * (1 + 2**-30 * (next(calls) % 2)))
     ops, first = _first(noisy, GemmCase(4, 4, 8, "fp32", "fp32", profile="normal", seed=3), backend)
-    with pytest.raises(GemmMismatch, match=r"relation 'scale A by 2\*\*1' broken .*bit-exact"):
-        relations.scale(noisy, ops, first, backend, k=1)
+    with pytest.raises(NotBitExact, match=r"where the relation 'scale A by 2\*\*1' is exactly"):
+        relations.scale(noisy, _launch(backend), ops, first, k=1)
 
 
 def test_zero_padding_and_split_k_catch_a_kernel_wrong_for_some_k(backend):
     # right unless K % 4 == 1 (a remainder path with a bug)
     wrong = _fake("k_remainder_bug", lambda a, b: a @ b + (1 if a.shape[1] % 4 == 1 else 0))
     ops, first = _first(wrong, GemmCase(2, 3, 8, "fp16", "fp16", seed=0), backend)
-    with pytest.raises(GemmMismatch, match="relation 'append 1 zero columns to A and rows to B' broken"):
-        relations.zero_padding(wrong, ops, first, backend, extra=1)
-    with pytest.raises(GemmMismatch, match="relation 'split K at 1' broken"):
-        relations.split_k(wrong, ops, first, backend, k1=1)
+    with pytest.raises((NotBitExact, ValueOutOfBound), match="the relation 'append 1 zero columns to A and rows to B'"):
+        relations.zero_padding(wrong, _launch(backend), ops, first, extra=1)
+    with pytest.raises((NotBitExact, ValueOutOfBound), match="the relation 'split K at 1'"):
+        relations.split_k(wrong, _launch(backend), ops, first, k1=1)
 
 
 def test_scale_does_not_apply_where_it_would_overflow(backend):
     case = GemmCase(2, 2, 4, "fp16", "fp16", profile="near_overflow", seed=0)
     ops, first = _first(RIGHT, case, backend)
-    assert not relations.scale(RIGHT, ops, first, backend, k=3)
-    assert not relations.scale(RIGHT, *_first(RIGHT, GemmCase(2, 2, 4, "int8", "int32"), backend), backend, k=1)
+    assert not relations.scale(RIGHT, _launch(backend), ops, first, k=3)
+    integers = _first(RIGHT, GemmCase(2, 2, 4, "int8", "int32"), backend)
+    assert not relations.scale(RIGHT, _launch(backend), *integers, k=1)
 
 
 def test_flipped_layouts_describe_the_transpose():

@@ -9,8 +9,8 @@ import triton.language as tl
 
 import kernels
 from properties.interpreter import sanitizer
-from properties.judge import check
 from properties.model.cases import ROW, GemmCase, Layout, materialize
+from properties.run import runner
 from reference import numpy_ref
 
 pytestmark = pytest.mark.interpreter
@@ -259,7 +259,7 @@ def test_tiled_is_silent_on_random_shapes_and_layouts(seed, backend):
     pick = lambda: TILED_LAYOUTS[rng.integers(len(TILED_LAYOUTS))]  # noqa: E731
     c = [Layout(), Layout("col"), Layout(pad=2)][rng.integers(3)]
     with sanitizer.bounds_checked() as checked:
-        check.check(kernels.get("tiled"), _case(M, N, K, a=pick(), b=pick(), c=c))
+        runner.check(kernels.get("tiled"), _case(M, N, K, a=pick(), b=pick(), c=c))
     assert checked.violations == []
 
 
@@ -307,3 +307,20 @@ def test_refuses_to_run_without_the_interpreter(backend, monkeypatch):
         with sanitizer.bounds_checked():
             pass
     assert not sanitizer.installed()
+
+
+def test_a_triton_release_without_a_hooked_function_fails_loudly(backend, monkeypatch):
+    """Checking nothing silently is the failure to avoid: a renamed hook is named, with the version."""
+    import triton
+    from triton.runtime import interpreter
+
+    assert sanitizer.hooks() >= 25
+    monkeypatch.delattr(interpreter.InterpreterBuilder, "create_addptr")
+    with pytest.raises(sanitizer.SanitizerUnavailable,
+                       match=f"Triton {triton.__version__}'s interpreter has no InterpreterBuilder.create_addptr"):
+        sanitizer.hooks()
+
+
+def test_the_self_test_catches_a_planted_out_of_bounds_load(backend):
+    assert "a planted out-of-bounds load was caught" in sanitizer.self_test()
+    assert backend.sanitizer == sanitizer.self_test()  # and the pytest header says so

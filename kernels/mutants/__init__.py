@@ -4,7 +4,7 @@ kept to measure the suite's power (tests/test_mutants.py) against a fixed-grid b
 
 They are not variants: `kernels.variants()` skips this package, so the property tests never see
 them. Each module registers one `Mutant` (or a closely related pair) whose `variant` is a full
-`kernels.registry.Variant`, so `properties.judge.check` and the strategies take it unchanged, and whose
+`kernels.registry.Variant`, so the suite's runner and strategies take it unchanged, and whose
 other fields say what is wrong and the smallest case that shows it.
 """
 
@@ -30,7 +30,7 @@ class Mutant:
     # Shrinking must land exactly here, unless `shrinks_to` says where and why it stops earlier.
     smallest: CaseFields
     why: str  # one line: why that case is the smallest
-    caught_as: str  # what catches it there: "OutOfBoundsAccess" (the sanitizer) or "GemmMismatch" (an oracle)
+    caught_as: str  # the failure it raises there, e.g. "OutOfBoundsAccess" (the sanitizer), "NotBitExact"
     gpu_only: bool = False  # a bug the interpreter cannot show (tested with -m gpu)
     gpu_only_why: str = ""  # one line: why the interpreter cannot show it
     # Changes to `smallest` under which the kernel is right: the bug shows only where claimed.

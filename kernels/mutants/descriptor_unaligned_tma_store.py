@@ -117,7 +117,7 @@ register(Mutant(
     smallest=dict(M=1, N=1, K=1, a=_PADDED, b=_PADDED, c=_PADDED),
     why="a 1-element fp16 row is 2 bytes: the store also writes the 14 bytes after it, C's padding "
         "(the suite's canaries caught exactly this on an H100)",
-    caught_as="GemmMismatch",
+    caught_as="WriteOutsideC",
     gpu_only=True,
     gpu_only_why="the interpreter runs a descriptor store element by element and clips it exactly at C's shape",
     unaffected=dict(N=8, b={}, c={}),  # rows of 8 fp16: 16 bytes, no padding needed

@@ -74,6 +74,6 @@ register(Mutant(
     dtype="fp16",
     smallest=dict(M=1, N=1, K=1),
     why="K=1 < BK=16 runs the loop zero times, so C[0, 0] = 0 where A @ B = 1",
-    caught_as="GemmMismatch",
+    caught_as="NotBitExact",
     unaffected=dict(K=16),
 ))

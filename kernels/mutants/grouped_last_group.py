@@ -93,7 +93,7 @@ register(Mutant(
     smallest=dict(M=1, N=17, K=1),
     why="one tile row (a group of 1, not GROUP_M=3) and two tile columns: program 1 computes tile (1, 0), "
         "past M, instead of (0, 1), which stays unwritten",
-    caught_as="GemmMismatch",
+    caught_as="NotWritten",
     unaffected=dict(M=48),
 ))
 register(Mutant(
@@ -103,6 +103,6 @@ register(Mutant(
     smallest=dict(M=49, N=17, K=1),
     why="the smallest M with a smaller last group is 4 tile rows (3 + 1, GROUP_M=3, BM=16); two tile columns "
         "are needed for a program to land on the wrong tile",
-    caught_as="GemmMismatch",
+    caught_as="NotWritten",
     unaffected=dict(M=48),
 ))

@@ -69,7 +69,7 @@ register(Mutant(
     smallest=dict(M=1, N=1, K=1, profile="uniform"),
     why="ones and small_ints are exact in tf32; the first profile with fraction bits beyond tf32's tenth is "
         "uniform, and one product truncated to tf32 already errs thousands of times the ieee bound",
-    caught_as="GemmMismatch",
+    caught_as="ValueOutOfBound",
     gpu_only=True,
     gpu_only_why="the rewrite into tt.dot is a compiler pass; the interpreter runs the sum of products as written",
 ))

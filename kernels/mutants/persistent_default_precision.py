@@ -90,5 +90,5 @@ register(Mutant(
     smallest=dict(M=1, N=1, K=1, profile="uniform"),
     why="ones and small_ints are integers below 2**11, exact in tf32; the first profile with fraction bits "
         "beyond tf32's tenth is uniform, and at 1x1x1 seed 0 truncation already errs ~6000 x the ieee bound",
-    caught_as="GemmMismatch",
+    caught_as="ValueOutOfBound",
 ))

@@ -120,6 +120,6 @@ register(Mutant(
     smallest=dict(M=1, N=17, K=33),
     why="a tile must start inside a program's share: 2 tiles x 3 K-iterations over 3 programs (2 each) put "
         "tile 1's first iteration in program 1's share, whose partial is dropped",
-    caught_as="GemmMismatch",
+    caught_as="NotBitExact",
     unaffected=dict(K=32),
 ))

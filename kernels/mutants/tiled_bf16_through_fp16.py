@@ -63,5 +63,5 @@ register(Mutant(
     dtype="bf16",
     smallest=dict(M=1, N=1, K=1, profile="mixed_magnitudes"),
     why="one product of bf16 values spread over bf16's exponent range; seed 0 draws one past fp16's 65504",
-    caught_as="GemmMismatch",
+    caught_as="ValueOutOfBound",
     unaffected=dict(profile="normal"),))

@@ -64,6 +64,6 @@ register(Mutant(
     dtype="fp16",
     smallest=dict(M=1, N=1, K=1),
     why="M < BM=16 gives a grid of 0 programs, so C[0, 0] is never written",
-    caught_as="GemmMismatch",
+    caught_as="NotWritten",
     unaffected=dict(M=16, N=32),
 ))

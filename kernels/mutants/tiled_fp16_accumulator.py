@@ -63,7 +63,7 @@ register(Mutant(
     smallest=dict(M=1, N=1, K=17, profile="small_ints", seed=14),
     why="an fp16 rounding between K strips needs K > BK=16 and partial sums past 2048, fp16's last exact "
         "integer: small_ints values; at 1x1x17, seeds 0-13 happen to round the same as the exact sum",
-    caught_as="GemmMismatch",
+    caught_as="NotBitExact",
     unaffected=dict(K=16),
     shrinks_to=dict(M=2, N=1, K=21, profile="small_ints", seed=0),
     shrinks_to_why="whether a case fails depends on its values, not monotonically on its size (1x1x17 fails "

@@ -62,5 +62,5 @@ register(Mutant(
     dtype="int8",
     smallest=dict(M=1, N=1, K=1, profile="small_ints"),
     why="one product past 127 (small_ints draws int8 values up to 64 in magnitude) wraps in the int8 accumulator",
-    caught_as="GemmMismatch",
+    caught_as="NotBitExact",
     unaffected=dict(profile="ones"),))

@@ -65,7 +65,7 @@ register(Mutant(
     smallest=dict(M=1, N=1, K=1, profile="specials", seed=2),
     why="one product whose A or B element is NaN; at 1x1x1 seeds 0 and 1 draw no NaN (an Inf times 0 "
         "stays NaN through the where)",
-    caught_as="GemmMismatch",
+    caught_as="ValueOutOfBound",
     unaffected=dict(profile="normal"),
     shrinks_to=dict(M=1, N=2, K=1, profile="specials", seed=0),
     shrinks_to_why="specials places NaN by the seed: 1x2x1 at seed 0 has one, 1x1x1 needs seed 2; shrinking "

@@ -1,27 +1,26 @@
 """Metamorphic relations for every variant and dtype: transposition, scaling by a power of two,
-zero padding of K and splitting K (see properties/judge/relations.py). Each relation reruns the kernel under
-the same oracles as the main property and compares bit-exactly where the arithmetic is exact."""
+zero padding of K and splitting K (see properties/judge/relations.py). Each example reruns the kernel
+under the same oracles as the main property and compares bit-exactly where the arithmetic is exact."""
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from properties.judge import check, relations
 from properties.model import strategies
+from properties.run.examples import Example
 
 EXAMPLES = max(4, settings.default.max_examples // 3)  # each example is five or six launches
 
 
 @settings(max_examples=EXAMPLES)
 @given(data=st.data())
-def test_metamorphic_relations(target, backend, data):
+def test_metamorphic_relations(target, backend, gemm, data):
     variant = target.variant
     case = data.draw(strategies.gemm_cases(variant, target.dtype, device_type=backend.device.type,
                                            max_dim=min(backend.max_dim, 40)), label="case")
-    _, ops = check.run(variant, case, backend)
-    first = relations.observed(variant, ops)
-    if not variant.requirements.contiguous:  # a transposed operand is not contiguous
-        relations.transpose(variant, ops, first, backend)
-    relations.scale(variant, ops, first, backend, k=data.draw(st.sampled_from([1, -1, 3]), label="k"))
-    relations.zero_padding(variant, ops, first, backend, extra=data.draw(st.integers(1, 17), label="extra"))
-    if case.K >= 2:
-        relations.split_k(variant, ops, first, backend, k1=data.draw(st.integers(1, case.K - 1), label="K1"))
+    params = (
+        ("transpose", not variant.requirements.contiguous),  # a transposed operand is not contiguous
+        ("scale", data.draw(st.sampled_from([1, -1, 3]), label="k")),
+        ("pad", data.draw(st.integers(1, 17), label="extra")),
+        ("split", data.draw(st.integers(1, case.K - 1), label="K1") if case.K >= 2 else 0),
+    )
+    gemm.run(Example("metamorphic", variant.name, case, params), variant)

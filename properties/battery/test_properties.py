@@ -8,13 +8,14 @@ from hypothesis import strategies as st
 from hypothesis import target as climb
 
 from properties.model import strategies
+from properties.run.examples import Example
 
 
 @given(data=st.data())
-def test_matches_float64_reference(target, backend, examine, data):
+def test_matches_float64_reference(target, backend, gemm, data):
     case = data.draw(
         strategies.gemm_cases(target.variant, target.dtype, device_type=backend.device.type, max_dim=backend.max_dim),
         label="case",
     )
-    observed = examine(target, case)
+    observed = gemm.run(Example("reference", target.variant.name, case), target.variant)
     climb(observed.error_ratio, label="error / bound")  # the campaign climbs toward the worst inputs

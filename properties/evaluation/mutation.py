@@ -2,14 +2,14 @@
 
 `hunt(mutant)` runs Hypothesis with the CI profile's settings (derandomized, 25 examples, no
 database), whatever profile is loaded, over the strategy the suite draws for the mutant's dtype,
-judging each example with `properties.judge.check.check` as the property tests do (a crash counts as
-caught), and reports how many examples and seconds it took to find the first failure, the total
-with shrinking, and the shrunk case.
+each example through the runner as the property tests run it (so shrinking, its time bound and the
+final simplification are the suite's own), and reports how many examples and seconds it took to
+find the first failure, the total with shrinking, and the case reported.
 
-    python -m properties.evaluation.mutation          # a Markdown table: every mutant, the suite and the baseline
+    python -m properties.evaluation.mutation     # a Markdown table: every mutant, the suite and the baseline
 
-The table also runs the fixed-grid baseline of `properties.evaluation.baseline` on every mutant the interpreter
-can show, one subprocess each.
+The table also runs the fixed-grid baseline of `properties.evaluation.baseline` on every mutant the
+interpreter can show, one subprocess each.
 """
 
 from __future__ import annotations
@@ -17,24 +17,24 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from hypothesis import Phase, find
+from hypothesis import Phase, given
 from hypothesis import settings as hypothesis_settings
-from hypothesis.errors import NoSuchExample
 
-from properties.judge import check
+from properties.judge.failures import GemmFailure
 from properties.model import strategies
 from properties.model.cases import GemmCase
 from properties.run import backends
 from properties.run import hypothesis_profiles as _profiles  # noqa: F401  (registers the "ci" profile)
+from properties.run.examples import Example
+from properties.run.runner import Runner, RunSettings
 from reference.formats import by_name, name_of
 
 
 def ci_settings() -> hypothesis_settings:
-    """The CI profile (derandomized, 25 examples, no example database) without the explain phase,
-    which only annotates a failure report by re-running its example with parts of it randomized: it
-    changes neither which example fails first nor where shrinking lands."""
+    """The CI profile (derandomized, 25 examples, no example database), one bug reported."""
     phases = tuple(p for p in Phase if p is not Phase.explain)
-    return hypothesis_settings(hypothesis_settings.get_profile("ci"), database=None, phases=phases)
+    return hypothesis_settings(hypothesis_settings.get_profile("ci"), database=None, phases=phases,
+                               report_multiple_bugs=False)
 
 
 def case_of(mutant, fields=None) -> GemmCase:
@@ -62,12 +62,17 @@ def unaffected_case(mutant) -> GemmCase | None:
     return case_of(mutant, {**mutant.smallest, **mutant.unaffected})
 
 
-def failure(variant, case: GemmCase, backend: backends.Backend) -> Exception | None:
-    """What `check` raised on this case (a wrong result, an out-of-bounds access, a crash), or None."""
-    try:
-        check.check(variant, case, backend)
-    except Exception as e:  # a crash counts as caught, as it does in the property tests
-        return e
+def _runner(backend: backends.Backend) -> Runner:
+    return Runner(RunSettings(backend=backend.name), backend)
+
+
+def failure(variant, case: GemmCase, backend: backends.Backend) -> GemmFailure | None:
+    """What the main property raises on this case (a wrong result, an out-of-bounds access, a crash), or None."""
+    with _runner(backend) as runner:
+        try:
+            runner.run_once(Example("reference", variant.name, case), variant)
+        except GemmFailure as e:
+            return e
     return None
 
 
@@ -85,9 +90,9 @@ class Hunt:
     caught: bool
     examples: int | None  # test-function calls up to and including the first failing one
     seconds_to_catch: float | None  # until the first failure
-    seconds: float  # in all, shrinking included
+    seconds: float  # in all, shrinking and simplification included
     shrunk: GemmCase | None
-    error: str | None  # the exception class the shrunk case raises
+    error: str | None  # the failure class the reported case raises
     message: str | None
 
     def summary(self) -> str:
@@ -100,27 +105,34 @@ class Hunt:
 def hunt(mutant, backend: backends.Backend | None = None, settings: hypothesis_settings | None = None) -> Hunt:
     """Search for a failing example of `mutant` and shrink it (see the module docstring)."""
     backend = backend or backends.current()
-    settings = settings or ci_settings()
     calls = 0
     first: tuple[int, float] | None = None  # (examples, seconds) at the first failure
     start = time.perf_counter()
+    with _runner(backend) as runner:
+        prop = runner.property(mutant.name)
 
-    def fails(case: GemmCase) -> bool:
-        nonlocal calls, first
-        calls += 1
-        failed = failure(mutant.variant, case, backend) is not None
-        if failed and first is None:
-            first = (calls, time.perf_counter() - start)
-        return failed
+        @(settings or ci_settings())
+        @given(case=strategy(mutant, backend))
+        def search(case):
+            nonlocal calls, first
+            calls += 1
+            try:
+                prop.run(Example("reference", mutant.name, case), mutant.variant)
+            except GemmFailure:
+                if first is None:
+                    first = (calls, time.perf_counter() - start)
+                raise
 
-    try:
-        shrunk = find(strategy(mutant, backend), fails, settings=settings)
-    except NoSuchExample:
-        return Hunt(mutant.name, False, calls, None, time.perf_counter() - start, None, None, None)
+        search.hypothesis.inner_test._hypothesis_internal_add_digest = mutant.name.encode()
+        try:
+            search()
+        except GemmFailure:
+            pass
     seconds = time.perf_counter() - start
-    error = failure(mutant.variant, shrunk, backend)
-    return Hunt(mutant.name, True, first[0], first[1], seconds, shrunk,
-                type(error).__name__ if error else None, str(error) if error else None)
+    if prop.failure is None:
+        return Hunt(mutant.name, False, calls, None, seconds, None, None, None)
+    return Hunt(mutant.name, True, first[0], first[1], seconds, prop.example.case, type(prop.failure).__name__,
+                str(prop.failure))
 
 
 def rows(backend: backends.Backend | None = None, baseline: bool = True) -> list[dict]:

@@ -26,27 +26,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from properties.judge.failures import OutOfBoundsAccess
+
 _TAG = "bounds_checked.origin"  # key in TensorHandle.attr: tuple of the _Extents a pointer may address
-
-
-class OutOfBoundsAccess(AssertionError):
-    """A kernel addressed memory outside the tensor argument its pointer came from."""
-
-    def __init__(self, message: str, *, kernel=None, op=None, operand=None, program_id=None, offset=None,
-                 byte_offset=None, coordinates=None, shape=None, strides=None, span=None, lane=None, line=None):
-        super().__init__(message)
-        self.kernel = kernel  # kernel function name
-        self.op = op  # "load", "store", "atomic add", "descriptor load", ...
-        self.operand = operand  # kernel argument name, e.g. "a_ptr"
-        self.program_id = program_id  # (x, y, z)
-        self.offset = offset  # first offending lane, in elements from the data pointer (floor if misaligned)
-        self.byte_offset = byte_offset
-        self.coordinates = coordinates  # where inside the span it falls, when it is not an element
-        self.shape = shape
-        self.strides = strides
-        self.span = span  # largest element offset
-        self.lane = lane  # index of the lane in the accessed block
-        self.line = line  # "file:line" of the access in the kernel source
 
 
 class SanitizerUnavailable(RuntimeError):
@@ -331,6 +313,12 @@ def _as_op(original, name: str):
     return op
 
 
+# Hooks only some supported Triton releases have: their absence elsewhere is expected.
+_VERSION_SPECIFIC = {
+    "create_atomic_load": "3.9", "create_atomic_store": "3.9",  # 3.6 routes atomic loads through rmw
+    "create_tensor_pointer_load": "3.6", "create_tensor_pointer_store": "3.6",  # block pointers, removed in 3.9
+}
+
 # ATOMIC_OP members by the tl.atomic_* function that emits them
 _RMW_NAMES = {"ADD": "add", "FADD": "add", "MAX": "max", "UMAX": "max", "MIN": "min", "UMIN": "min",
               "AND": "and", "OR": "or", "XOR": "xor", "XCHG": "xchg"}
@@ -343,6 +331,12 @@ def _patches(interp) -> dict:
     def patch(owner, name, make):
         if name in owner.__dict__:
             saved[(owner, name)] = make(owner.__dict__[name])
+        elif name not in _VERSION_SPECIFIC:
+            import triton
+
+            raise SanitizerUnavailable(
+                f"Triton {triton.__version__}'s interpreter has no {owner.__name__}.{name}, which the sanitizer hooks "
+                "to check memory accesses: this Triton release is not supported (3.6 and 3.9 are)")
 
     def create_masked_load(original):
         def op(self, ptrs, mask, *args, **kwargs):
@@ -508,6 +502,32 @@ class BoundsChecked:
 def bounds_checked() -> BoundsChecked:
     """`with bounds_checked(): ...` bounds-checks every Triton kernel launched in the block (interpreter only)."""
     return BoundsChecked()
+
+
+def hooks() -> int:
+    """How many interpreter functions the sanitizer hooks in this Triton release (raises
+    SanitizerUnavailable, naming the hook and the version, where a required one is missing)."""
+    return len(_patches(_interpreter_module()))
+
+
+def self_test() -> str:
+    """Check that the hooks are present and that they catch: a load one element past a tensor must be
+    refused, a load inside it must not. Returns a line for the header; raises SanitizerUnavailable."""
+    import torch
+    import triton
+
+    from properties.interpreter.fixes import copy_kernel
+
+    count = hooks()
+    x, y = torch.zeros(4), torch.zeros(8)
+    with bounds_checked():
+        copy_kernel[(1,)](x, y, N=4)
+        try:
+            copy_kernel[(1,)](x, y, N=8)
+        except OutOfBoundsAccess:
+            return f"{count} interpreter hooks checked; a planted out-of-bounds load was caught"
+    raise SanitizerUnavailable(f"the sanitizer's {count} hooks on Triton {triton.__version__} did not catch a load "
+                               "past the end of a tensor: this Triton release is not supported (3.6 and 3.9 are)")
 
 
 def installed() -> bool:

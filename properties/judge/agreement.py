@@ -1,31 +1,28 @@
 """Cross-variant agreement: one case, every variant that accepts it, judged against each other.
 
-Two results agree when they are bit-equal (where both variants' arithmetic is exact) or within the
-sum of their two bounds elsewhere, element by element (NaN matching NaN; a non-finite value where a
-partial sum may overflow the accumulator matches anything). The majority is the largest
-group of variants that agree with more than half of the others; a variant outside it is named, with
-the first element where it differs from the majority.
+Two results agree where the one comparison (properties.judge.compare) accepts one against the other:
+bit-equal where both variants' arithmetic is exact, within the sum of their two bounds elsewhere,
+NaN matching NaN, and elements where either may legitimately differ in kind (an overflow whose sign
+depends on the order of summation) left out. The majority is the largest group of variants that
+agree with more than half of the others; a variant outside it is named, with the first element
+where it differs from the majority.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from properties.judge.oracles import GemmMismatch
-from properties.judge.relations import Run
+from properties.judge import compare
+from properties.judge.failures import ValueOutOfBound
+from properties.judge.relations import Run, paired
 
 
 def _agree(x: Run, y: Run) -> np.ndarray:
-    with np.errstate(invalid="ignore"):
-        same = (x.c == y.c) | (np.isnan(x.c) & np.isnan(y.c))
-        if x.exact and y.exact:
-            return same
-        overflowed = (~np.isfinite(x.c) & x.nonfinite_allowed()) | (~np.isfinite(y.c) & y.nonfinite_allowed())
-        return same | overflowed | (np.abs(x.c - y.c) <= x.bound + y.bound)
+    return compare.accepted(y.c, paired(x.c, [x, y], x.exact and y.exact))
 
 
-def judge(runs: dict[str, Run], case_text: str, focus: str | None = None) -> None:
-    """Raise GemmMismatch naming the variants that differ from the majority (with `focus`, only if
+def judge(runs: dict[str, Run], focus: str | None = None) -> None:
+    """Raise ValueOutOfBound naming the variants that differ from the majority (with `focus`, only if
     that variant is among them: a user's kernel judged by its peers)."""
     names = list(runs)
     if len(names) < 2:
@@ -39,13 +36,13 @@ def judge(runs: dict[str, Run], case_text: str, focus: str | None = None) -> Non
     if not outliers:
         return
     if not majority:
-        raise GemmMismatch(f"on {case_text}: no majority among {', '.join(names)}; every variant disagrees with "
-                           "most of the others")
+        raise ValueOutOfBound(f"no majority among {', '.join(names)}; every variant disagrees with most of the others",
+                              variants=names)
     lines = []
     for p in outliers:
         anchor = max(majority, key=lambda q: support[q])
-        i, j = (int(v) for v in np.argwhere(~_agree(runs[p], runs[anchor]))[0])
+        i, j = (int(v) for v in np.argwhere(~_agree(runs[anchor], runs[p]))[0])
         lines.append(f"  {p}: C[{i}, {j}] = {runs[p].c[i, j]:.9g} where {anchor} (with the majority) has "
                      f"{runs[anchor].c[i, j]:.9g}")
-    raise GemmMismatch(f"on {case_text}: {len(outliers)} of {len(names)} variants differ from the majority "
-                       f"({', '.join(majority)}):\n" + "\n".join(lines))
+    raise ValueOutOfBound(f"{len(outliers)} of {len(names)} variants differ from the majority "
+                          f"({', '.join(majority)}):\n" + "\n".join(lines), outliers=outliers, majority=majority)

@@ -1,18 +1,25 @@
-"""The checks that judge one launch. Each is a plain function that raises `GemmMismatch` (an
-AssertionError) whose message names the operand, the first offending coordinates and the values."""
+"""The checks that judge one launch. Each raises a typed failure (properties.judge.failures) whose
+message names the operand, the first offending coordinates and the values.
+
+  memory      canaries_intact (nothing outside C written), input_unchanged, all_written
+  values      against_reference: C against the float64 product under the sound allowance of
+              `reference.bounds` (bit-exact on exact cases), through the one comparison of
+              properties.judge.compare
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from properties.model.cases import Guarded, bits_of
-from reference.formats import Format
+from properties.judge import compare
+from properties.judge.failures import InputModified, NotWritten, ValueOutOfBound, WriteOutsideC
+from properties.model.cases import Guarded, Operands, bits_of, unwritten_bits
+from reference import bounds, numpy_ref, torch_ref
+from reference.formats import by_name
 from reference.numpy_ref import to_float64
-
-
-class GemmMismatch(AssertionError):
-    """A kernel's result or memory effects differ from what every correct kernel must produce."""
 
 
 def _where(mask: np.ndarray) -> tuple[int, int]:
@@ -20,71 +27,15 @@ def _where(mask: np.ndarray) -> tuple[int, int]:
     return int(i), int(j)
 
 
-def _fmt(x: float) -> str:
-    return f"{x:.9g}"
-
-
-def exact(c: torch.Tensor, reference: np.ndarray, out: Format) -> None:
-    """C equals the float64 reference rounded once to C's dtype, element for element (NaN matches
-    NaN; +0 and -0 are equal)."""
-    expected = to_float64(torch.from_numpy(reference).to(out.dtype))
-    got = to_float64(c)
-    same = (got == expected) | (np.isnan(got) & np.isnan(expected))
-    if not same.all():
-        i, j = _where(~same)
-        raise GemmMismatch(
-            f"C[{i}, {j}] = {_fmt(got[i, j])} but the exact result rounded to {out.name} is {_fmt(expected[i, j])} "
-            f"(float64 reference {_fmt(reference[i, j])}); {int((~same).sum())} of {same.size} elements differ "
-            "on an exact case, where every correct kernel is bit-exact"
-        )
-
-
-def within_bound(c: torch.Tensor, reference: np.ndarray, bound: np.ndarray, inf_allowed: np.ndarray,
-                 nonfinite_allowed: np.ndarray | None = None) -> float:
-    """|C - reference| <= bound elementwise; NaN exactly where the reference is NaN; +-Inf only where
-    the reference is that infinity or may overflow (`inf_allowed`: with the reference's sign); any
-    non-finite value where a partial sum may overflow the accumulator (`nonfinite_allowed`). Returns
-    the largest error / bound ratio."""
-    got = to_float64(c)
-    ref_nan = np.isnan(reference)
-    both_inf = np.isinf(got) & (got == reference)
-    overflow_ok = np.isinf(got) & inf_allowed & (np.sign(got) == np.sign(reference))
-    if nonfinite_allowed is not None:
-        overflow_ok |= ~np.isfinite(got) & nonfinite_allowed & ~np.isnan(reference)
-    with np.errstate(invalid="ignore"):
-        err = np.abs(got - reference)
-        ok = (err <= bound) | both_inf | overflow_ok | (ref_nan & np.isnan(got))
-    bad = ~ok
-    if bad.any():
-        # report the worst finite violation first, else the first non-finite one
-        ratio = np.where(bad & np.isfinite(err), err / np.where(bound > 0, bound, np.inf), -1.0)
-        i, j = np.unravel_index(int(np.argmax(ratio)), ratio.shape) if ratio.max() >= 0 else _where(bad)
-        if not np.isfinite(reference[i, j]):
-            detail = "the reference is non-finite there"
-        elif not np.isfinite(got[i, j]):
-            detail = ("a non-finite value where the reference is finite: a read of poisoned memory "
-                      "(NaN surrounds A and B), or an overflow")
-        else:
-            detail = f"error {_fmt(err[i, j])} = {err[i, j] / bound[i, j]:.3g} x the bound"
-        raise GemmMismatch(
-            f"C[{i}, {j}] = {_fmt(got[i, j])} but the float64 reference is {_fmt(reference[i, j])} and the "
-            f"error bound is {_fmt(bound[i, j])} ({detail}); {int(bad.sum())} of {bad.size} elements are outside "
-            "the bound"
-        )
-    finite = np.isfinite(err) & np.isfinite(reference) & (bound > 0)
-    return float((err[finite] / bound[finite]).max(initial=0.0))
-
-
 def all_written(c: torch.Tensor, reference: np.ndarray, unwritten: int) -> None:
     """No element of C still holds the pre-fill bit pattern (a NaN whose payload no arithmetic makes)."""
     left = bits_of(c) == unwritten
     if left.any():
         i, j = _where(left)
-        raise GemmMismatch(
+        raise NotWritten(
             f"C[{i}, {j}] still holds its pre-fill (bits {unwritten:#x}): the kernel never wrote it, or computed it "
             f"from C's own unwritten contents ({int(left.sum())} of {left.size} elements; the reference there is "
-            f"{_fmt(reference[i, j])})"
-        )
+            f"{reference[i, j]:.9g})", index=(i, j), count=int(left.sum()), total=left.size)
 
 
 def _position(g: Guarded, index: int) -> str:
@@ -111,10 +62,9 @@ def canaries_intact(c: Guarded) -> None:
     outside = changed[~c.elements[changed]]
     if outside.size:
         first = int(outside[0])
-        raise GemmMismatch(
+        raise WriteOutsideC(
             f"a write outside C: buffer offset {first} changed ({_position(c, first)}); "
-            f"{outside.size} element(s) outside C were overwritten"
-        )
+            f"{outside.size} element(s) outside C were overwritten", offset=first, count=int(outside.size))
 
 
 def input_unchanged(g: Guarded) -> None:
@@ -123,6 +73,68 @@ def input_unchanged(g: Guarded) -> None:
     if changed.size:
         first = int(changed[0])
         where = f"{g.name}{list(_coordinates(g, first))}" if g.elements[first] else _position(g, first)
-        raise GemmMismatch(
-            f"a write into input {g.name}: buffer offset {first} changed ({where}); {changed.size} element(s) changed"
-        )
+        raise InputModified(
+            f"a write into input {g.name}: buffer offset {first} changed ({where}); {changed.size} element(s) changed",
+            operand=g.name, offset=first, count=int(changed.size))
+
+
+def memory(ops: Operands) -> None:
+    """The memory oracles, in the order their findings are most telling."""
+    canaries_intact(ops.c)
+    input_unchanged(ops.a)
+    input_unchanged(ops.b)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the value oracles found on a passing launch."""
+
+    exact: bool  # judged bit-exact (True) or within the bound (False)
+    error_ratio: float  # largest |C - reference| / bound; 0 on exact cases
+    allowance: bounds.Allowance
+    values: np.ndarray  # C as float64
+
+
+def reference_allowance(product: numpy_ref.Product, k: int, dtype: str, precision: str,
+                        out_dtype: str) -> bounds.Allowance:
+    return bounds.allowance(product, k, bounds.arithmetic(dtype, precision), by_name(out_dtype))
+
+
+def against_reference(ops: Operands, precision: str, product: numpy_ref.Product | None = None) -> Verdict:
+    """Every oracle on a finished launch: memory, all written, and C against the float64 product."""
+    case = ops.case
+    memory(ops)
+    product = product or numpy_ref.product(ops.a.view, ops.b.view)
+    out = by_name(case.out_dtype)
+    all_written(ops.c.view, product.value, unwritten_bits(out))
+    allow = reference_allowance(product, case.K, case.dtype, precision, case.out_dtype)
+    got = to_float64(ops.c.view)
+    try:
+        ratio = compare.values(got, allow)
+    except ValueOutOfBound as e:
+        if case.dtype == "fp32" and precision == "ieee" and _within(got, product, case.K, "tf32", case.out_dtype):
+            e.message += ("\nC is within the tf32 bound: the kernel computes fp32 in tf32 (tl.dot's default "
+                          "input_precision for fp32); pass input_precision='ieee', or declare precision 'tf32'")
+            e.args = (e.message,)
+        raise
+    return Verdict(allow.exact, ratio, allow, got)
+
+
+def _within(got, product, k, precision, out_dtype) -> bool:
+    try:
+        compare.values(got, reference_allowance(product, k, "fp32", precision, out_dtype))
+    except ValueOutOfBound:
+        return False
+    return True
+
+
+def torch_error_ratio(ops: Operands, reference: np.ndarray, mine: np.ndarray) -> float | None:
+    """The kernel's largest error against torch.matmul's (native dtype, same device, same inputs),
+    over the elements where all three of C, torch's result and the float64 `reference` are finite;
+    None where torch is exact there."""
+    theirs = to_float64(torch_ref.on_device(ops.a.view, ops.b.view, ops.c.view.dtype))
+    finite = np.isfinite(reference) & np.isfinite(mine) & np.isfinite(theirs)
+    torch_error = np.abs(theirs - reference)[finite].max(initial=0.0)
+    if torch_error == 0:
+        return None
+    return float(np.abs(mine - reference)[finite].max() / torch_error)

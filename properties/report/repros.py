@@ -1,12 +1,17 @@
 """Standalone reproduction scripts, and the corpus they form.
 
-When an example fails, its shrunk case is written to `repros/<variant>-<dtype>-<hash>.py`, a plain
-Python script (no Hypothesis) that rebuilds the inputs, runs that kernel and prints the mismatch; it
-exits 1 while the bug exists and 0 once it is fixed. The case also sits in the script as JSON, and the
-scripts in the directory are replayed first on the next run (tests/test_corpus.py).
+Every failing property leaves `repros/<variant>-<dtype>-<hash>.py`, a plain Python script (no
+Hypothesis) that records everything that found the failure: the example (check, variant, case and
+the check's drawn parameters), the backend, the mode (in a worker, under compute-sanitizer), the
+per-example timeout and, for a user's kernel, its absolute path, function and a hash of its file.
+It replays through the same runner as the suite, from any directory, and exits 1 while the bug
+exists, 0 once it is fixed, 2 when it cannot run here.
 
-    python repros/tiled-fp16-1a2b3c4d.py            # the default backend for this machine
-    python repros/tiled-fp16-1a2b3c4d.py --backend interpreter
+    python repros/tiled-fp16-1a2b3c4d5e.py               # where it failed
+    python repros/tiled-fp16-1a2b3c4d5e.py --backend interpreter
+
+The next pytest run replays the scripts of the kernels and dtypes it tests first
+(properties/battery/test_corpus.py).
 """
 
 from __future__ import annotations
@@ -14,90 +19,105 @@ from __future__ import annotations
 import argparse
 import ast
 import hashlib
-import json
+import pprint
 import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-DEFAULT_DIR = Path("repros")
-
 _TEMPLATE = '''#!/usr/bin/env python3
-"""Reproduces a failure found by the GEMM suite: {summary}
+"""Reproduces a failure found by the GEMM suite:
+{summary}
 
-Run it with plain python: it rebuilds the inputs from the case below, runs the kernel under the same
-checks as the suite and prints what is wrong. Exit status 1 while the bug exists, 0 once fixed.
+Run it with plain python, from anywhere: it rebuilds the inputs from the record below, runs the
+kernel under the same checks and in the same way as the suite did, and prints what is wrong.
+Exit status 1 while the bug exists, 0 once it is fixed, 2 if it cannot run here.
 """
 import sys
 
-CASE = {case}
-VARIANT = {variant!r}
-KERNEL = {kernel!r}  # the user's kernel, PATH.py:FUNC, when VARIANT is user:FUNC
-SIGNATURE = {signature!r}
-BACKEND = {backend!r}  # where it failed; --backend overrides
+RECORD = {record}
 
 if __name__ == "__main__":
     from properties.report.repros import replay_main
 
-    sys.exit(replay_main(CASE, VARIANT, KERNEL, SIGNATURE, BACKEND, sys.argv[1:]))
+    sys.exit(replay_main(RECORD, sys.argv[1:]))
 '''
-
-_FIELD = re.compile(r"^(CASE|VARIANT|KERNEL|SIGNATURE|BACKEND) = (.*?)(\s+#.*)?$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
 class Repro:
     path: Path
-    case: dict
-    variant: str
-    kernel: str | None
-    signature: str | None
-    backend: str
+    record: dict
+
+    @property
+    def example(self):
+        from properties.run.examples import Example
+
+        return Example.from_dict(self.record["example"])
 
 
-def name_for(variant: str, case_json: str) -> str:
-    digest = hashlib.sha256(f"{variant}\n{case_json}".encode()).hexdigest()[:10]
-    dtype = json.loads(case_json)["dtype"]
-    return f"{re.sub(r'[^A-Za-z0-9_]+', '_', variant)}-{dtype}-{digest}.py"
+def record(example, settings, failure) -> dict:
+    """Everything a failure's replay needs (see the module docstring)."""
+    return {
+        "example": example.to_dict(),
+        "backend": settings.backend,
+        "mode": settings.mode,
+        "timeout": settings.timeout,
+        "kernel": settings.kernel,  # None, or {spec, signature, path, digest}
+        "failure": {"type": type(failure).__name__, "kind": failure.kind, "headline": failure.headline()},
+    }
 
 
-def write(directory: Path, variant: str, case, backend: str, summary: str, kernel: str | None = None,
-          signature: str | None = None) -> Path:
-    """Write (or overwrite) the script for this failure; returns its path."""
-    directory = Path(directory)
+def name_for(data: dict) -> str:
+    example = data["example"]
+    digest = hashlib.sha256(repr(sorted(example.items())).encode()).hexdigest()[:10]
+    slug = re.sub(r"[^A-Za-z0-9_]+", "_", example["variant"] or "agreement").strip("_")
+    check = "" if example["check"] == "reference" else f"{example['check']}-"
+    return f"{slug}-{check}{example['case']['dtype']}-{digest}.py"
+
+
+def write(directory: Path, example, settings, failure) -> Path:
+    """Write (or overwrite) the script for this failure; returns its absolute path."""
+    directory = Path(directory).resolve()
     directory.mkdir(parents=True, exist_ok=True)
-    case_json = case.to_json()
-    path = directory / name_for(variant, case_json)
-    first_line = summary.strip().splitlines()[0] if summary.strip() else "a failing case"
-    path.write_text(_TEMPLATE.format(summary=first_line.replace('"""', "'''"), case=json.loads(case_json),
-                                     variant=variant, kernel=kernel, signature=signature, backend=backend))
+    data = record(example, settings, failure)
+    path = directory / name_for(data)
+    summary = "\n".join(str(failure).splitlines()[:6]).replace('"""', "'''").replace("\\", "\\\\")
+    path.write_text(_TEMPLATE.format(summary=summary, record=pprint.pformat(data, width=110, sort_dicts=False)))
     path.chmod(0o755)
     return path
 
 
 def read(path: Path) -> Repro:
-    """The case and target of a repro script (parsed, not executed)."""
-    fields = {m.group(1): m.group(2) for m in _FIELD.finditer(Path(path).read_text())}
-    missing = {"CASE", "VARIANT", "BACKEND"} - set(fields)
-    if missing:
-        raise ValueError(f"{path} is not a repro script of this suite: it lacks {', '.join(sorted(missing))}")
-    value = lambda name: ast.literal_eval(fields.get(name, "None"))  # noqa: E731
-    return Repro(Path(path), value("CASE"), value("VARIANT"), value("KERNEL"), value("SIGNATURE"), value("BACKEND"))
+    """The record of a repro script (parsed, not executed)."""
+    tree = ast.parse(Path(path).read_text(), filename=str(path))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "RECORD" for t in node.targets):
+            data = ast.literal_eval(node.value)
+            if isinstance(data, dict) and {"example", "backend", "mode"} <= set(data):
+                return Repro(Path(path), data)
+    raise ValueError(f"{path} is not a repro script of this suite: it has no RECORD with an example")
 
 
-def corpus(directory: Path = DEFAULT_DIR) -> list[Repro]:
+def corpus(directory: Path) -> tuple[list[Repro], list[Path]]:
+    """The scripts in a directory, and the files there that are not readable repro scripts."""
     directory = Path(directory)
     if not directory.is_dir():
-        return []
-    return [read(p) for p in sorted(directory.glob("*.py"))]
+        return [], []
+    found, unreadable = [], []
+    for p in sorted(directory.glob("*.py")):
+        try:
+            found.append(read(p))
+        except (ValueError, SyntaxError):
+            unreadable.append(p)
+    return found, unreadable
 
 
-def replay_main(case: dict, variant: str, kernel: str | None, signature: str | None, backend: str,
-                argv: list[str]) -> int:
-    """Body of a repro script: run the case and report. 1 while failing, 0 when it passes, 2 on bad use."""
-    parser = argparse.ArgumentParser(description="Replay a failing GEMM case.")
-    parser.add_argument("--backend", default=backend, choices=("auto", "interpreter", "cuda"),
-                        help=f"where to run it (default: {backend}, where it failed)")
+def replay_main(data: dict, argv: list[str]) -> int:
+    """Body of a repro script: run the recorded example and report."""
+    parser = argparse.ArgumentParser(description="Replay a failing GEMM example.")
+    parser.add_argument("--backend", default=data["backend"], choices=("auto", "interpreter", "cuda"),
+                        help=f"where to run it (default: {data['backend']}, where it failed)")
     args = parser.parse_args(argv)
 
     from properties.run import backends
@@ -107,25 +127,34 @@ def replay_main(case: dict, variant: str, kernel: str | None, signature: str | N
     except Exception as e:  # no GPU here, or triton imported too early
         print(f"cannot use backend {args.backend!r}: {e}", file=sys.stderr)
         return 2
-    from properties.judge import check
-    from properties.model.cases import GemmCase
-    from properties.run import targets
+    from properties.judge.failures import GemmFailure
+    from properties.run import runner as runner_module
+    from properties.run import user_kernel
+    from properties.run.examples import Example
 
-    try:
-        target = targets.resolve(variant, kernel_spec=kernel, signature=signature)
-        gemm_case = GemmCase.from_dict(case)
-    except (KeyError, ValueError) as e:
-        print(f"cannot rebuild the case: {e}", file=sys.stderr)
-        return 2
-    print(f"{variant} on {gemm_case.describe()} ({active.name} on {active.device_name})")
-    try:
-        observed = check.check(target, gemm_case, active)
-    except AssertionError as e:
-        print(f"FAIL: {e}")
-        return 1
-    except Exception as e:  # the kernel itself raised
-        print(f"FAIL: {type(e).__name__}: {e}")
-        return 1
+    kernel = data.get("kernel")
+    if kernel:
+        try:
+            variant = user_kernel.load(kernel["spec"], kernel.get("signature"))
+        except user_kernel.KernelSpecError as e:
+            print(f"cannot load the kernel: {e}", file=sys.stderr)
+            return 2
+        ref = user_kernel.loaded(variant.name)[1]
+        if ref.digest != kernel["digest"]:
+            print(f"note: {kernel['path']} changed since the failure was recorded (sha256 {kernel['digest']}..., "
+                  f"now {ref.digest}...)")
+    example = Example.from_dict(data["example"])
+    if kernel:
+        example = runner_module.with_variant(example, data["example"]["variant"], variant.name)
+    settings = runner_module.RunSettings.for_replay(data, active.name)
+    print(f"{example.variant or 'agreement'} on {example.case.describe()}: {example.describe()} "
+          f"({active.name} on {active.device_name}, {settings.describe()})")
+    with runner_module.Runner(settings, active) as runner:
+        try:
+            observed = runner.run_once(example)
+        except GemmFailure as e:
+            print(f"FAIL: {e.kind}\n{e}")
+            return 1
     kind = "bit-exact" if observed.exact else f"within the bound (error/bound {observed.error_ratio:.3g})"
     print(f"PASS: {kind}; the bug no longer reproduces")
     return 0

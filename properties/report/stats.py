@@ -1,71 +1,89 @@
-"""What the examples of a run measured, per target (variant x dtype): how many ran, how many failed,
-the largest error / bound ratio and the case that reached it, the error against torch.matmul's on
-the same inputs, and memory findings. Kept per process
-and merged across xdist workers by the plugin."""
+"""What the examples of a run measured, per target (variant x dtype): how many ran and passed, how
+many failed and of which kind, the largest error / bound ratio and the case that reached it, the
+error against torch.matmul's on the same inputs. Held by the runner of each process and merged
+across xdist workers by the plugin."""
 
 from __future__ import annotations
 
 import statistics
 from dataclasses import asdict, dataclass, field
 
-MEMORY_ERRORS = ("OutOfBoundsAccess", "GpuMemoryError")
+from properties.judge.failures import MEMORY_KINDS
 
 
 @dataclass
 class TargetStats:
-    examples: int = 0
+    examples: int = 0  # examples run (passing and failing)
     exact: int = 0
     failures: int = 0  # failing examples (a failure and the shrinking steps after it)
-    memory: int = 0  # of which: out-of-bounds accesses and writes outside C
-    worst_ratio: float = 0.0
+    kinds: dict[str, int] = field(default_factory=dict)  # failing examples by kind
+    limitations: int = 0  # examples the interpreter could not run (not the kernel's failure)
+    limitation: str = ""  # the first such, in words
+    not_run: int = 0  # examples left out once a failing test's shrinking budget was spent
+    worst_ratio: float | None = None  # None: no passing example was judged against a bound
     worst_case: str = ""
     seconds: float = 0.0
     ratios: list[float] = field(default_factory=list)
     torch_ratios: list[float] = field(default_factory=list)  # error / torch.matmul's, where torch errs
 
+    @property
+    def memory(self) -> int:
+        return sum(n for kind, n in self.kinds.items() if kind in MEMORY_KINDS)
+
     def merge(self, other: TargetStats) -> None:
-        if other.worst_ratio >= self.worst_ratio:
+        if other.worst_ratio is not None and (self.worst_ratio is None or other.worst_ratio >= self.worst_ratio):
             self.worst_ratio, self.worst_case = other.worst_ratio, other.worst_case
-        for name in ("examples", "exact", "failures", "memory", "seconds"):
+        self.limitation = self.limitation or other.limitation
+        for name in ("examples", "exact", "failures", "limitations", "not_run", "seconds"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
+        for kind, n in other.kinds.items():
+            self.kinds[kind] = self.kinds.get(kind, 0) + n
         self.ratios += other.ratios
         self.torch_ratios += other.torch_ratios
 
 
-_STATS: dict[str, TargetStats] = {}
+class Stats:
+    """Per-target statistics of one process."""
 
+    def __init__(self):
+        self.targets: dict[str, TargetStats] = {}
 
-def record_pass(target_id: str, observed) -> None:
-    s = _STATS.setdefault(target_id, TargetStats())
-    s.examples += 1
-    s.exact += observed.exact
-    s.seconds += observed.seconds
-    s.ratios.append(observed.error_ratio)
-    if observed.torch_ratio is not None:
-        s.torch_ratios.append(observed.torch_ratio)
-    if observed.error_ratio >= s.worst_ratio:
-        s.worst_ratio, s.worst_case = observed.error_ratio, observed.case.describe()
+    def _of(self, target_id: str) -> TargetStats:
+        return self.targets.setdefault(target_id, TargetStats())
 
+    def passed(self, target_id: str, observed, case_text: str) -> None:
+        s = self._of(target_id)
+        s.examples += 1
+        s.exact += observed.exact
+        s.seconds += observed.seconds
+        if observed.exact or observed.error_ratio is None:  # exact, or not judged against a bound
+            return
+        s.ratios.append(observed.error_ratio)
+        if observed.torch_ratio is not None:
+            s.torch_ratios.append(observed.torch_ratio)
+        if s.worst_ratio is None or observed.error_ratio >= s.worst_ratio:
+            s.worst_ratio, s.worst_case = observed.error_ratio, case_text
 
-def record_failure(target_id: str, error: BaseException) -> None:
-    s = _STATS.setdefault(target_id, TargetStats())
-    s.examples += 1
-    s.failures += 1
-    writes_outside_c = "a write outside C" in str(error) or "a write into input" in str(error)
-    s.memory += type(error).__name__ in MEMORY_ERRORS or writes_outside_c
+    def failed(self, target_id: str, failure, seconds: float = 0.0) -> None:
+        s = self._of(target_id)
+        if not failure.kernel_fault:
+            s.limitations += 1
+            s.limitation = s.limitation or failure.headline()
+            return
+        s.examples += 1
+        s.failures += 1
+        s.seconds += seconds
+        s.kinds[failure.kind] = s.kinds.get(failure.kind, 0) + 1
 
+    def left_out(self, target_id: str) -> None:
+        self._of(target_id).not_run += 1
 
-def snapshot() -> dict[str, dict]:
-    return {k: asdict(v) for k, v in _STATS.items()}
+    def snapshot(self) -> dict[str, dict]:
+        return {k: asdict(v) for k, v in self.targets.items()}
 
-
-def merge(into: dict[str, TargetStats], data: dict[str, dict]) -> None:
-    for target_id, values in data.items():
-        into.setdefault(target_id, TargetStats()).merge(TargetStats(**values))
-
-
-def local() -> dict[str, TargetStats]:
-    return _STATS
+    def merge(self, data: dict[str, dict]) -> None:
+        for target_id, values in data.items():
+            self._of(target_id).merge(TargetStats(**values))
 
 
 def versus_torch(ratios: list[float]) -> str:
@@ -77,11 +95,15 @@ def versus_torch(ratios: list[float]) -> str:
 
 def table(stats: dict[str, TargetStats]) -> list[str]:
     """The summary table, one line per target."""
-    rows = [("target", "examples", "exact", "failures", "memory", "error/torch's (median, max)", "worst error/bound",
+    rows = [("target", "examples", "exact", "failures", "by kind", "error/torch's (median, max)", "worst error/bound",
              "at")]
     for target_id in sorted(stats):
         s = stats[target_id]
-        rows.append((target_id, str(s.examples), str(s.exact), str(s.failures), str(s.memory),
-                     versus_torch(s.torch_ratios), f"{s.worst_ratio:.3g}", s.worst_case))
+        kinds = ", ".join(f"{n} {k}" for k, n in sorted(s.kinds.items())) or "-"
+        if s.limitations:
+            kinds += f"; {s.limitations} interpreter limitation(s)"
+        worst = "-" if s.worst_ratio is None else f"{s.worst_ratio:.3g}"
+        rows.append((target_id, str(s.examples), str(s.exact), str(s.failures), kinds, versus_torch(s.torch_ratios),
+                     worst, s.worst_case))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     return ["  ".join(cell.ljust(w) for cell, w in zip(r[:-1], widths)) + "  " + r[-1] for r in rows]

@@ -15,12 +15,20 @@ from pathlib import Path
 from properties.report import stats
 
 
-def summary_markdown(results, backend, budget: float) -> str:
+def _cell(text) -> str:
+    """A Markdown table cell: pipes escaped, on one line."""
+    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def summary_markdown(results, backend, budget: float, elapsed: float | None = None, interrupted: bool = False) -> str:
+    ran = sum(r.examples for r in results)
     lines = [
         "# GEMM fuzzing campaign",
         "",
         *[f"- {line}" for line in backend.header()],
-        f"- budget: {budget:.0f} s over {len(results)} targets; {sum(r.examples for r in results)} examples",
+        f"- budget: {budget:.0f} s over {len(results)} targets"
+        + (f"; ran {elapsed:.0f} s" if elapsed is not None else "") + f"; {ran} examples"
+        + ("; **interrupted**: the targets below are those done (the last one partly)" if interrupted else ""),
         "",
         "| target | examples | exact | examples/s | error / torch.matmul's (median, max) | worst error/bound | at "
         "| verdict |",
@@ -28,13 +36,15 @@ def summary_markdown(results, backend, budget: float) -> str:
     ]
     for r in results:
         rate = r.examples / r.seconds if r.seconds else 0.0
-        verdict = "FAIL" if r.failure else "ok"
-        lines.append(f"| {r.target_id} | {r.examples} | {r.exact} | {rate:.1f} | {stats.versus_torch(r.torch_ratios)} "
-                     f"| {r.worst_ratio:.3g} | {r.worst_case} | {verdict} |")
-    for r in (r for r in results if r.failure):
-        lines += ["", f"## {r.target_id}: failure", "", "```", r.failure.strip(), "```"]
-        if r.failing_case is not None:
-            lines += ["", "Shrunk case:", "", "```json", r.failing_case.to_json(), "```"]
+        verdict = f"FAIL ({r.failure.kind})" if r.failure is not None else "ok"
+        worst = "-" if r.worst_ratio is None else f"{r.worst_ratio:.3g}"
+        cells = (r.target_id, r.examples, r.exact, f"{rate:.1f}", stats.versus_torch(r.torch_ratios), worst,
+                 r.worst_case, verdict)
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    for r in (r for r in results if r.failure is not None):
+        lines += ["", f"## {r.target_id}: {r.failure.kind}", "", "```", str(r.failure).strip(), "```"]
+        if r.example is not None:
+            lines += ["", "Case:", "", "```json", r.example.case.to_json(), "```"]
         if r.repro is not None:
             lines += ["", f"Reproduce: `python {r.repro}`"]
     return "\n".join(lines) + "\n"

@@ -22,6 +22,7 @@ class Backend:
     device: torch.device  # where the tensors live
     device_name: str
     emulations: tuple[str, ...] = field(default=())
+    sanitizer: str = ""  # the interpreter sanitizer's self-test, in words
 
     def __repr__(self) -> str:
         return f"Backend({self.name} on {self.device_name})"
@@ -49,6 +50,8 @@ class Backend:
         lines += [f"gemm interpreter emulation: {e}" for e in self.emulations] or (
             ["gemm interpreter emulation: none needed"] if self.interpreted else []
         )
+        if self.sanitizer:
+            lines.append(f"gemm sanitizer: {self.sanitizer}")
         return lines
 
 
@@ -66,9 +69,9 @@ def activate(requested: str = "auto") -> Backend:
     if _ACTIVE is not None and _ACTIVE.name == name:
         return _ACTIVE
     if name == "interpreter":
-        from properties.interpreter import fixes
+        from properties.interpreter import fixes, sanitizer
 
-        _ACTIVE = Backend(name, torch.device("cpu"), _cpu_name(), tuple(fixes.apply()))
+        _ACTIVE = Backend(name, torch.device("cpu"), _cpu_name(), tuple(fixes.apply()), sanitizer.self_test())
     else:
         _ACTIVE = Backend(name, torch.device("cuda", torch.cuda.current_device()), torch.cuda.get_device_name())
     return _ACTIVE

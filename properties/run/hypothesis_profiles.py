@@ -2,12 +2,12 @@
 
   dev       the default on a workstation: random, a few dozen examples per test
   ci        used when the CI environment variable is set: derandomized (the same examples every run),
-            no example database (verdicts depend on nothing but the code), no deadline, and the
-            reproduction blob printed with every failure
+            no example database (verdicts depend on nothing but the code), no deadline
   campaign  thousands of examples per test, for long searches (`tox -e campaign`, `gemm-fuzz`)
   triage    the ci examples without shrinking: every failing target's first failure, fast
 
-Choose one explicitly with `--hypothesis-profile NAME`.
+Choose one explicitly with `--hypothesis-profile NAME`. None has the `explain` phase, which re-runs
+a failing example many times to annotate the report with lines that point into this suite.
 """
 
 from __future__ import annotations
@@ -16,19 +16,19 @@ import os
 
 from hypothesis import HealthCheck, Phase, settings
 
-# The interpreter takes tenths of a second per example: slowness is expected, not a defect.
-_QUIET = [HealthCheck.too_slow, HealthCheck.data_too_large]
+# The interpreter takes tenths of a second per example: slowness is expected, not a defect. The
+# `gemm` fixture is function-scoped on purpose: it holds one test's shrinking budget.
+_QUIET = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture]
+_PHASES = [Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink]
 
-settings.register_profile("dev", max_examples=30, deadline=None, suppress_health_check=_QUIET)
-settings.register_profile(
-    "ci", max_examples=25, deadline=None, derandomize=True, database=None, print_blob=True,
-    suppress_health_check=_QUIET,
-)
-settings.register_profile("campaign", max_examples=2000, deadline=None, suppress_health_check=_QUIET)
-settings.register_profile(
-    "triage", max_examples=25, deadline=None, derandomize=True, database=None,
-    phases=[Phase.explicit, Phase.reuse, Phase.generate], suppress_health_check=_QUIET,
-)
+settings.register_profile("dev", max_examples=30, deadline=None, suppress_health_check=_QUIET, phases=_PHASES)
+settings.register_profile("ci", max_examples=25, deadline=None, derandomize=True, database=None,
+                          suppress_health_check=_QUIET, phases=_PHASES)
+settings.register_profile("campaign", max_examples=2000, deadline=None, suppress_health_check=_QUIET,
+                          phases=_PHASES)
+settings.register_profile("triage", max_examples=25, deadline=None, derandomize=True, database=None,
+                          phases=[Phase.explicit, Phase.reuse, Phase.generate], suppress_health_check=_QUIET)
+PROFILES = ("dev", "ci", "campaign", "triage")
 
 
 def default_profile() -> str:

@@ -1,68 +1,52 @@
-"""Running examples in a worker process, so that a crash or a hang costs one example, never the run.
+"""Worker processes: an example run in a child, so that a crash or a hang costs one example, never
+the run.
 
 On a GPU an illegal memory access poisons the CUDA context of its process: every later call fails.
-A kernel that never terminates blocks its process in the driver, where no Python timeout reaches.
-Run in a `Worker` (a child running `properties.worker`), the example that crashed or hung fails with
-its case, the worker is replaced, and the next example runs in a fresh process with a fresh context.
+A kernel that never terminates blocks its process in the driver, where no Python timeout reaches;
+in the interpreter a kernel can loop forever in Python or take the process down (a corrupted heap,
+a null dereference in a C extension). Run in a `Worker` (a child running `properties.worker`), the
+example that crashed or hung fails as `Crashed` or `TimedOut` with its case, the child is replaced,
+and the next example runs in a fresh process.
 
 The same workers serve the compute-sanitizer mode (the child runs under `compute-sanitizer --tool
 memcheck` with PyTorch's caching allocator off, so small overruns are not hidden inside cached
-blocks) and cross-backend comparison (an interpreter worker next to compiled kernels).
+blocks) and the compiled-against-interpreted comparison (an interpreter worker beside a GPU one).
 """
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import queue
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
+from properties.judge.failures import Crashed, GemmFailure, MemcheckError, TimedOut
 from properties.worker import ANSWER
 
 MEMCHECK = ("compute-sanitizer", "--tool", "memcheck", "--leak-check", "no", "--print-limit", "20",
             "--destroy-on-device-error", "kernel")
 
 
-class WorkerCrashed(AssertionError):
-    """The process running the example died (a segfault, an aborted heap, a lost CUDA context)."""
-
-
-class KernelTimeout(AssertionError):
-    """The example did not finish within the time limit (a kernel that never terminates)."""
-
-
-class GpuMemoryError(AssertionError):
-    """compute-sanitizer's memcheck reported an access outside an allocation."""
-
-
-class WorkerFailure(AssertionError):
-    """The example raised in the worker (the kernel itself, or its launcher)."""
-
-
 @dataclass
 class Answer:
-    status: str  # "pass" or "fail"
-    payload: dict
-    log: list[str] = field(default_factory=list)  # what the worker printed meanwhile (sanitizer reports)
+    payload: dict  # {"status": "pass", "observation": {...}} or {"status": "fail", "failure": {...}}
+    log: list[str] = field(default_factory=list)  # what the worker printed meanwhile
+    seconds: float = 0.0
 
 
 class Worker:
     """A child process that runs examples for this one, started on first use and after a crash."""
 
-    def __init__(self, backend: str, *, kernel_spec: str | None = None, sanitize: bool = False,
+    def __init__(self, backend: str, *, kernel: dict | None = None, sanitize: bool = False,
                  caching_allocator: bool = False, start_timeout: float = 600.0):
         self.backend = backend
-        self.kernel_spec = kernel_spec
+        self.kernel = kernel  # a user kernel to load: {"spec": ..., "signature": ...}
         self.sanitize = sanitize
         self.caching_allocator = caching_allocator  # under sanitize: keep PyTorch's cache (to show what it hides)
         self.start_timeout = start_timeout
@@ -72,8 +56,8 @@ class Worker:
 
     def command(self) -> list[str]:
         cmd = [sys.executable, "-m", "properties.worker", "--backend", self.backend]
-        if self.kernel_spec:
-            cmd += ["--kernel", self.kernel_spec]
+        if self.kernel:
+            cmd += ["--kernel", json.dumps(self.kernel)]
         return list(MEMCHECK) + cmd if self.sanitize else cmd
 
     def _start(self) -> None:
@@ -90,6 +74,9 @@ class Worker:
             output = "\n".join(log[-30:])
             self.close()
             raise RuntimeError(f"the {self.backend} worker did not start:\n{output}")
+        if ready.get("status") == "error":  # it started but refused its arguments
+            self.close()
+            raise RuntimeError(f"the {self.backend} worker could not start: {ready['message']}")
 
     @staticmethod
     def _pump(process: subprocess.Popen, lines: queue.Queue) -> None:
@@ -112,37 +99,45 @@ class Worker:
                 return json.loads(line[len(ANSWER):]), log
             log.append(line)
 
-    def run(self, variant: str, case, *, timeout: float, output: Path | None = None) -> Answer:
-        """Run one example. Raises KernelTimeout or WorkerCrashed (and replaces the worker)."""
+    def run(self, example: dict, *, timeout: float, output: Path | None = None,
+            deadline: float | None = None) -> Answer:
+        """Run one example (Example.to_dict()) for at most `timeout` seconds once the worker is up, and
+        not past `deadline` (monotonic). Raises TimedOut or Crashed (and replaces the worker)."""
         if self.process is None or self.process.poll() is not None:
             self._start()
-        request = {"variant": variant, "case": json.loads(case.to_json()), "output": str(output) if output else None}
+        start = time.monotonic()
+        if deadline is not None:
+            timeout = max(0.0, min(timeout, deadline - start))
+        request = {"example": example, "output": str(output) if output else None}
         try:
             self.process.stdin.write(json.dumps(request) + "\n")
             self.process.stdin.flush()
         except BrokenPipeError:
             pass  # the process died; reading says how
         payload, log = self._read_answer(timeout)
+        seconds = time.monotonic() - start
         if payload is None:
             timed_out = log[-1:] == ["<timeout>"]
-            code = self.close()
+            code = self.close(kill=timed_out)
             self.restarts += 1
             tail = "\n".join(line for line in log[-25:] if line != "<timeout>")
-            where = f"variant {variant!r} on {case.describe()}"
             if timed_out:
-                raise KernelTimeout(f"{where}: no result after {timeout:.0f} s (a kernel that never terminates?); "
-                                    f"the worker was killed and replaced\n{tail}")
-            raise WorkerCrashed(f"{where}: the worker process died (exit code {code}); a fresh one takes the next "
-                                f"example\n{tail}")
+                raise TimedOut(f"no result after {timeout:.0f} s (a kernel that never terminates?); the worker was "
+                               "killed and replaced" + (f"\n{tail}" if tail else ""), seconds=timeout)
+            raise Crashed(f"the worker process died ({_exit_text(code)}); a fresh one takes the next example"
+                          + (f"\n{tail}" if tail else ""), exit_code=code)
         if payload.get("context_lost"):
             self.close()
             self.restarts += 1
-        return Answer(payload["status"], payload, log)
+        return Answer(payload, log, seconds)
 
-    def close(self) -> int | None:
+    def close(self, kill: bool = False) -> int | None:
+        """End the worker: ask it to finish (its stdin closes), or kill it at once (a hung one)."""
         process, self.process = self.process, None
         if process is None:
             return None
+        if kill and process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
         if process.poll() is None:
             try:
                 process.stdin.close()
@@ -153,70 +148,27 @@ class Worker:
         return process.returncode
 
 
+def _exit_text(code: int | None) -> str:
+    if code is not None and code < 0:
+        try:
+            return f"killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
 def memcheck_errors(log: list[str]) -> list[str]:
     """compute-sanitizer's error reports in a worker's output."""
     reports = [line for line in log if line.startswith("=========") and "COMPUTE-SANITIZER" not in line]
     return [line for line in reports if line.strip("= ").strip()]
 
 
-# --- dispatch used by the tests: in this process, or in a worker -----------------------------------
-
-_SETTINGS = {"isolate": False, "sanitize": False, "timeout": 300.0, "kernel_spec": None}
-_WORKERS: dict[tuple, Worker] = {}
-
-
-def configure(*, isolate: bool, sanitize: bool = False, timeout: float = 300.0, kernel_spec: str | None = None):
-    _SETTINGS.update(isolate=isolate or sanitize, sanitize=sanitize, timeout=timeout, kernel_spec=kernel_spec)
-
-
-def settings() -> dict:
-    return dict(_SETTINGS)
-
-
-def worker(backend: str, *, sanitize: bool = False) -> Worker:
-    key = (backend, sanitize, _SETTINGS["kernel_spec"])
-    if key not in _WORKERS:
-        _WORKERS[key] = Worker(backend, kernel_spec=_SETTINGS["kernel_spec"], sanitize=sanitize)
-    return _WORKERS[key]
-
-
-@atexit.register
-def _close_workers() -> None:
-    for w in _WORKERS.values():
-        w.close()
-
-
-def _raise_failure(payload: dict) -> None:
-    from properties.interpreter.sanitizer import OutOfBoundsAccess
-    from properties.judge.oracles import GemmMismatch
-
-    kind = {"GemmMismatch": GemmMismatch, "OutOfBoundsAccess": OutOfBoundsAccess}.get(payload["error"], WorkerFailure)
-    raise kind(payload["message"])
-
-
-def run_example(variant, case, backend):
-    """`properties.judge.check.check`, in this process or (when configured) in a worker."""
-    from properties.judge import check
-
-    if not _SETTINGS["isolate"]:
-        return check.check(variant, case, backend)
-    start = time.perf_counter()
-    answer = worker(backend.name, sanitize=_SETTINGS["sanitize"]).run(variant.name, case, timeout=_SETTINGS["timeout"])
-    errors = memcheck_errors(answer.log) if _SETTINGS["sanitize"] else []
+def verdict(answer: Answer, sanitize: bool) -> dict:
+    """The observation of a passing answer; raises the failure a worker (or its sanitizer) reported."""
+    errors = memcheck_errors(answer.log) if sanitize else []
     if errors:
-        raise GpuMemoryError(f"variant {variant.name!r} on {case.describe()}: compute-sanitizer memcheck "
-                             "(caching allocator off) reports:\n" + "\n".join(errors[:12]))
-    if answer.status != "pass":
-        _raise_failure(answer.payload)
-    return check.Observation(variant.name, case, answer.payload["exact"], answer.payload["error_ratio"],
-                             time.perf_counter() - start, answer.payload.get("torch_ratio"))
-
-
-def output_of(backend: str, variant, case, *, timeout: float = 600.0) -> np.ndarray:
-    """C computed by `variant` on `case` in a `backend` worker, as float64 (the example must pass)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "c.npy"
-        answer = worker(backend).run(variant.name, case, timeout=timeout, output=path)
-        if answer.status != "pass":
-            _raise_failure(answer.payload)
-        return np.load(path)
+        raise MemcheckError("compute-sanitizer memcheck (caching allocator off) reports:\n" + "\n".join(errors[:12]),
+                            reports=errors[:12])
+    if answer.payload["status"] != "pass":
+        raise GemmFailure.from_dict(answer.payload["failure"])
+    return answer.payload["observation"]

@@ -36,16 +36,17 @@ class Target:
         return f"{self.variant.name}-{self.selector}"
 
 
-def resolve(name: str, kernel_spec: str | None = None, signature: str | None = None) -> Variant:
-    """A variant by name: built in, a mutant, or the user's kernel (`user:FUNC` with kernel_spec)."""
+def resolve(name: str) -> Variant:
+    """A variant by name: built in, a mutant, or a user's kernel loaded in this process."""
     import kernels
 
     if name.startswith("user:"):
-        if not kernel_spec:
-            raise KeyError(f"{name!r} is a user kernel, but no kernel specification (PATH.py:FUNC) was given")
         from properties.run import user_kernel
 
-        return user_kernel.load(kernel_spec, signature)
+        found = user_kernel.loaded(name)
+        if found is None:
+            raise KeyError(f"{name!r} is a user kernel that is not loaded in this process")
+        return found[0]
     try:
         return kernels.get(name)
     except KeyError as builtin_error:
@@ -55,6 +56,18 @@ def resolve(name: str, kernel_spec: str | None = None, signature: str | None = N
             return mutants.variant(name)
         except KeyError:
             raise builtin_error from None
+
+
+def selector_of(example: dict) -> str:
+    """The dtype selector an example (as a dict) belongs to: its input dtype, or tf32 for fp32 inputs
+    of a variant that promises tf32."""
+    dtype = example["case"]["dtype"]
+    if dtype != "fp32" or not example["variant"]:
+        return dtype
+    try:
+        return "tf32" if resolve(example["variant"]).precision == "tf32" else dtype
+    except KeyError:
+        return dtype
 
 
 def parse_selectors(names: list[str] | None) -> tuple[str, ...]:

@@ -1,0 +1,130 @@
+"""Every way an example can fail, as one exception hierarchy.
+
+Each failure carries structured fields (what the oracle measured) next to its message, and travels
+whole between processes (`to_dict` / `from_dict`), so a worker's verdict arrives with its type and
+fields intact. The runner adds the context (variant, case, check) once, at the top of the message.
+`kind` is the short name summaries count by; `kernel_fault` is False for what is not the kernel's
+doing (a gap of Triton's interpreter).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class GemmFailure(AssertionError):
+    """A kernel's result, memory effects or behaviour differ from what every correct kernel does."""
+
+    kind: ClassVar[str] = "failure"
+    kernel_fault: ClassVar[bool] = True
+    _registry: ClassVar[dict[str, type[GemmFailure]]] = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        GemmFailure._registry[cls.__name__] = cls
+
+    def __init__(self, message: str, **fields: Any):
+        super().__init__(message)
+        self.message = message
+        self.fields = fields
+        self.context: dict[str, str] = {}  # variant, case, check: set once by the runner
+
+    def __str__(self) -> str:
+        if "case" not in self.context:
+            return self.message
+        where = f"variant {self.context['variant']!r} on {self.context['case']}"
+        check = self.context.get("check")
+        return where + (f" ({check})" if check else "") + ":\n" + self.message
+
+    def __getattr__(self, name: str):
+        fields = self.__dict__.get("fields", {})
+        if name in fields:
+            return fields[name]
+        raise AttributeError(name)
+
+    def with_context(self, *, variant: str, case: str, check: str = "") -> GemmFailure:
+        """Fill in where it happened (what is already set stays)."""
+        for key, value in (("variant", variant), ("case", case), ("check", check)):
+            self.context.setdefault(key, value)
+        return self
+
+    def headline(self) -> str:
+        """One line: the kind and the message's first line."""
+        return f"{self.kind}: {self.message.splitlines()[0]}" if self.message else self.kind
+
+    def to_dict(self) -> dict:
+        return {"type": type(self).__name__, "message": self.message, "fields": _plain(self.fields),
+                "context": self.context}
+
+    @staticmethod
+    def from_dict(data: dict) -> GemmFailure:
+        cls = GemmFailure._registry.get(data["type"], GemmFailure)
+        error = cls.__new__(cls)
+        GemmFailure.__init__(error, data["message"], **data.get("fields", {}))
+        error.context = dict(data.get("context", {}))
+        return error
+
+
+def _plain(value):
+    """JSON-ready: tuples become lists, numpy scalars Python numbers."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):
+        return value.item()
+    return value
+
+
+class ValueOutOfBound(GemmFailure):
+    kind = "value out of bound"
+
+
+class NotBitExact(GemmFailure):
+    kind = "not bit-exact"
+
+
+class NotWritten(GemmFailure):
+    kind = "element never written"
+
+
+class WriteOutsideC(GemmFailure):
+    kind = "write outside C"
+
+
+class InputModified(GemmFailure):
+    kind = "input modified"
+
+
+class OutOfBoundsAccess(GemmFailure):
+    """A load, store or atomic addressed memory outside the tensor its pointer came from."""
+
+    kind = "out-of-bounds access"
+
+
+class MemcheckError(OutOfBoundsAccess):
+    """compute-sanitizer's memcheck reported an invalid access (GPU)."""
+
+
+class Crashed(GemmFailure):
+    kind = "crashed"
+
+
+class TimedOut(GemmFailure):
+    kind = "timed out"
+
+
+class LauncherRefused(GemmFailure):
+    """The launcher (or the kernel) raised on a case: a contract it did not declare, or a bug."""
+
+    kind = "launcher refused the case"
+
+
+class InterpreterLimitation(GemmFailure):
+    """Triton's interpreter itself failed (not the kernel's logic): reported, never the kernel's failure."""
+
+    kind = "interpreter limitation"
+    kernel_fault = False
+
+
+MEMORY_KINDS = (OutOfBoundsAccess.kind, WriteOutsideC.kind, InputModified.kind)

@@ -1,0 +1,221 @@
+"""What one example is, and how it executes inside one process.
+
+An `Example` names a check, the variant it is about, a `GemmCase` and the check's drawn parameters;
+it is a frozen, JSON-serialisable value, so a worker process, a repro script and a replayed corpus
+entry run exactly what the test ran. The checks:
+
+  reference    launch the variant on the case, judge C against the float64 product (the main property)
+  metamorphic  the reference check, then the relations in `params` on the same inputs
+  agreement    every variant in params["peers"] on the case, judged against each other; with a
+               `variant`, only that one's disagreement fails
+  output       the reference check, returning C's values
+  cross_backend  the kernel compiled on the GPU against the same kernel interpreted (the runner runs
+               both sides, each as an `output` example)
+
+`execute` runs one example here and now; the runner (properties.run.runner) decides where.
+Anything a launch raises that is not an oracle's verdict becomes a typed failure: an interpreter
+limitation when Triton's interpreter itself failed, otherwise the launcher's refusal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import torch
+
+from kernels import operands
+from kernels.registry import Variant
+from properties.interpreter import sanitizer
+from properties.judge import agreement, oracles, relations
+from properties.judge.failures import Crashed, GemmFailure, InterpreterLimitation, LauncherRefused
+from properties.model.cases import GemmCase, Operands, materialize
+from properties.run import backends
+from reference.formats import by_name
+from reference.numpy_ref import to_float64
+
+CHECKS = ("reference", "metamorphic", "agreement", "output", "cross_backend")
+
+
+@dataclass(frozen=True)
+class Example:
+    check: str
+    variant: str  # the variant judged ('' for agreement among peers with no focus)
+    case: GemmCase
+    params: tuple[tuple[str, object], ...] = ()  # the check's drawn parameters, in a fixed order
+
+    def __post_init__(self):
+        if self.check not in CHECKS:
+            raise ValueError(f"unknown check {self.check!r}; expected one of {', '.join(CHECKS)}")
+
+    @property
+    def parameters(self) -> dict:
+        return dict(self.params)
+
+    def to_dict(self) -> dict:
+        return {"check": self.check, "variant": self.variant, "case": asdict(self.case),
+                "params": [[k, list(v) if isinstance(v, tuple) else v] for k, v in self.params]}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Example:
+        params = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in data.get("params", []))
+        return cls(data["check"], data["variant"], GemmCase.from_dict(data["case"]), params)
+
+    def key(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    def describe(self) -> str:
+        """The check in words, with its parameters."""
+        if self.check == "agreement":
+            focus = f" judging {self.variant}" if self.variant else ""
+            return f"agreement among {', '.join(self.parameters.get('peers', ()))}{focus}"
+        if self.check == "metamorphic":
+            return "metamorphic relations " + ", ".join(f"{k}={v}" for k, v in self.params)
+        return {"reference": "against the float64 reference", "output": "its output",
+                "cross_backend": "compiled against interpreted"}[self.check]
+
+
+@dataclass
+class Observation:
+    """What one passing example measured."""
+
+    exact: bool  # judged bit-exact (True) or within the bound (False)
+    error_ratio: float | None  # largest |C - reference| / bound; 0 on exact cases; None where not judged so
+    seconds: float
+    # largest |C - reference| over torch.matmul's on the same inputs and device; None on exact cases
+    # and where torch is exact
+    torch_ratio: float | None = None
+    values: np.ndarray | None = field(default=None, repr=False)  # C (float64), for the `output` check
+
+    def to_dict(self) -> dict:
+        return {"exact": self.exact, "error_ratio": self.error_ratio, "seconds": self.seconds,
+                "torch_ratio": self.torch_ratio}
+
+
+# --- launching -------------------------------------------------------------------------------------
+
+
+def launch(variant: Variant, ops: Operands, backend: backends.Backend) -> None:
+    """Run the variant; in the interpreter every memory access is bounds-checked before it happens.
+    Whatever the launch raises besides an oracle's verdict becomes a typed failure."""
+    try:
+        if backend.interpreted:
+            with sanitizer.bounds_checked():
+                variant.launch(ops.a.view, ops.b.view, ops.c.view)
+        else:
+            variant.launch(ops.a.view, ops.b.view, ops.c.view)
+            torch.cuda.synchronize()
+    except GemmFailure:
+        raise
+    except Exception as error:  # noqa: BLE001  the kernel's or the interpreter's, classified below
+        raise classify(error, backend.name) from error
+
+
+_INTERPRETER_FILES = (os.path.join("triton", "runtime", "interpreter.py"), os.path.join("triton", "_C"))
+
+
+def classify(error: BaseException, backend: str) -> GemmFailure:
+    """An exception from a launch: the interpreter's own failure, a fault on the GPU, or the launcher's
+    (kernel's) refusal."""
+    root = error
+    while root.__cause__ is not None and root.__cause__ is not root:
+        root = root.__cause__  # the interpreter wraps the kernel's exception in InterpreterError
+    frames = traceback.extract_tb(root.__traceback__)
+    where = next((f for f in reversed(frames) if "site-packages" not in f.filename or "triton" in f.filename), None)
+    inside = where is not None and where.filename.endswith(_INTERPRETER_FILES[0])
+    text = f"{type(root).__name__}: {root}".strip()
+    if backend == "cuda" and ("CUDA error" in text or "illegal" in text.lower()):
+        return Crashed(f"the kernel faulted on the GPU: {text}", error=type(root).__name__, detail=str(root))
+    if backend == "interpreter" and inside and not isinstance(root, AssertionError):
+        return InterpreterLimitation(
+            f"Triton's interpreter itself failed ({text}, in {where.name} at interpreter.py:{where.lineno}); "
+            "this is a gap of the CPU interpreter, not a verdict on the kernel: run it on a GPU",
+            error=type(root).__name__, detail=str(root))
+    kernel_frame = next((f for f in reversed(frames) if "site-packages" not in f.filename
+                         and os.sep + "properties" + os.sep not in f.filename), None)
+    at = f" at {os.path.basename(kernel_frame.filename)}:{kernel_frame.lineno}" if kernel_frame else ""
+    return LauncherRefused(f"the launcher raised {text}{at}", error=type(root).__name__, detail=str(root))
+
+
+# --- the checks ------------------------------------------------------------------------------------
+
+
+def _reference(variant: Variant, case: GemmCase, backend) -> tuple[Observation, Operands, oracles.Verdict]:
+    start = time.perf_counter()
+    ops = materialize(case, backend.device)
+    launch(variant, ops, backend)
+    verdict = oracles.against_reference(ops, variant.precision)
+    versus_torch = None if verdict.exact else oracles.torch_error_ratio(ops, verdict.allowance.expected,
+                                                                        verdict.values)
+    observed = Observation(verdict.exact, verdict.error_ratio, time.perf_counter() - start, versus_torch)
+    return observed, ops, verdict
+
+
+def _metamorphic(variant: Variant, example: Example, backend) -> Observation:
+    observed, ops, verdict = _reference(variant, example.case, backend)
+    first = relations.observed(verdict)
+    run = lambda v, o: launch(v, o, backend)  # noqa: E731
+    p = example.parameters
+    if p.get("transpose"):
+        relations.transpose(variant, run, ops, first)
+    if p.get("scale"):
+        relations.scale(variant, run, ops, first, k=p["scale"])
+    if p.get("pad"):
+        relations.zero_padding(variant, run, ops, first, extra=p["pad"])
+    if p.get("split"):
+        relations.split_k(variant, run, ops, first, k1=p["split"])
+    return observed
+
+
+def accepts(variant: Variant, ops: Operands) -> bool:
+    """Does the variant's launcher take these operands (dtypes, layouts, alignment)?"""
+    try:
+        operands.check(variant, ops.a.view, ops.b.view, ops.c.view)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _agreement(example: Example, resolve, backend) -> Observation:
+    start = time.perf_counter()
+    case = example.case
+    ops = materialize(case, backend.device)
+    a, b = to_float64(ops.a.view), to_float64(ops.b.view)
+    fin, fout = by_name(case.dtype), by_name(case.out_dtype)
+    names = ([example.variant] if example.variant else []) + [n for n in example.parameters["peers"]
+                                                              if n != example.variant]
+    runs = {}
+    for name in names:  # each launched under the memory oracles; their values are judged against each other
+        v = resolve(name)
+        if accepts(v, ops):
+            try:
+                runs[name] = relations.solve(v, lambda x, o: launch(x, o, backend), a, b,
+                                             (case.a, case.b, case.c), fin, fout, backend.device)
+            except GemmFailure as e:
+                e.context.setdefault("variant", name)
+                raise
+    agreement.judge(runs, example.variant or None)
+    return Observation(all(r.exact for r in runs.values()), None, time.perf_counter() - start)
+
+
+def execute(example: Example, resolve, backend: backends.Backend) -> Observation:
+    """Run one example in this process. Raises a GemmFailure with its context filled in.
+    `resolve(name) -> Variant` finds variants by name."""
+    variant = resolve(example.variant) if example.variant else None
+    try:
+        if example.check == "agreement":
+            return _agreement(example, resolve, backend)
+        if example.check == "metamorphic":
+            return _metamorphic(variant, example, backend)
+        observed, ops, verdict = _reference(variant, example.case, backend)
+        if example.check == "output":
+            observed.values = verdict.values
+        return observed
+    except GemmFailure as failure:
+        failure.with_context(variant=example.variant or "(peers)", case=example.case.describe(),
+                             check=example.describe())
+        raise

@@ -1,0 +1,363 @@
+"""The runner: the only way an example runs, for the battery, the campaign, the mutation hunt, the
+repro scripts and the corpus.
+
+`Runner` owns how examples run in this process: the mode (here, in a worker process, in a worker
+under compute-sanitizer), the per-example timeout, the statistics, and the repro scripts. Its
+settings travel in one explicit `RunSettings` value. `Runner.property(target)` gives the object one
+Hypothesis test calls for each example (`PropertyRun.run`), which bounds what a failing test costs:
+
+  - a hang or a crash (TimedOut, Crashed) is never run twice: the same example re-raises its failure;
+  - once a test has failed, its further examples (Hypothesis shrinking) get a bounded time, a hang's
+    or a crash's half the timeout, any other failure's `shrink_seconds`; past it, new examples are
+    left out (Hypothesis rejects them), so the smallest case found so far is reported;
+  - the final failing example is simplified directly (plain layouts, `ones`, seed 0, the default
+    output dtype, each dimension as small as still fails), its repro script written and named.
+
+An interpreter limitation (Triton's interpreter failing, not the kernel) is counted and the example
+left out: it never fails the kernel.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from properties.judge import compare
+from properties.judge.failures import Crashed, GemmFailure, TimedOut
+from properties.report import repros
+from properties.report.stats import Stats
+from properties.run import backends, examples, isolation, targets
+from properties.run.examples import Example, Observation
+
+MODES = ("process", "worker", "sanitize")
+
+
+class OutOfTime(BaseException):
+    """A property's deadline passed (not an Exception, so Hypothesis lets it through at once)."""
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    backend: str = "interpreter"  # "interpreter" or "cuda"
+    mode: str = "process"  # "process": here; "worker": in a child; "sanitize": in a child under memcheck
+    timeout: float = 120.0  # seconds one example may take in a worker
+    shrink_seconds: float = 45.0  # what a failing test's further examples may take, in all
+    repros: str | None = None  # directory for repro scripts (None: write none)
+    kernel: dict | None = None  # the user's kernel workers load: {spec, signature, path, digest}
+
+    def __post_init__(self):
+        if self.mode not in MODES:
+            raise ValueError(f"unknown mode {self.mode!r}; expected one of {', '.join(MODES)}")
+        if self.mode == "sanitize" and self.backend != "cuda":
+            raise ValueError("the sanitize mode runs compute-sanitizer on compiled kernels: it needs the cuda backend")
+        if self.timeout <= 0 or self.shrink_seconds < 0:
+            raise ValueError(f"timeout must be positive and shrink_seconds >= 0, got {self.timeout}, "
+                             f"{self.shrink_seconds}")
+
+    def describe(self) -> str:
+        return {"process": "in this process", "worker": f"in a worker process, {self.timeout:g} s per example",
+                "sanitize": f"in a worker under compute-sanitizer memcheck, {self.timeout:g} s per example"}[self.mode]
+
+    @classmethod
+    def for_replay(cls, data: dict, backend: str) -> RunSettings:
+        """The settings a repro script recorded, on `backend` (memcheck only where there is a GPU)."""
+        mode = data["mode"]
+        if mode == "sanitize" and backend != "cuda":
+            mode = "worker"
+        return cls(backend=backend, mode=mode, timeout=data.get("timeout", 120.0), kernel=data.get("kernel"))
+
+
+def default_mode(backend: str, user_kernel: bool, isolate: str = "auto") -> str:
+    """Where examples run: `isolate` on -> a worker, off -> here; auto -> a worker, except the built-in
+    variants in the interpreter, whose sanitizer refuses a stray store before it corrupts the process."""
+    if isolate == "auto":
+        isolate = "off" if backend == "interpreter" and not user_kernel else "on"
+    return "worker" if isolate == "on" else "process"
+
+
+def with_variant(example: Example, old: str, new: str) -> Example:
+    """`example` with a variant name replaced (a user's kernel whose file changed has a new identity)."""
+    peers = tuple(new if p == old else p for p in example.parameters.get("peers", ()))
+    params = tuple((k, peers if k == "peers" else v) for k, v in example.params)
+    return dataclasses.replace(example, variant=new if example.variant == old else example.variant, params=params)
+
+
+class Runner:
+    """How examples run in this process (see the module docstring)."""
+
+    def __init__(self, settings: RunSettings, backend: backends.Backend):
+        self.settings = settings
+        self.backend = backend
+        self.stats = Stats()
+        self._workers: dict[tuple[str, bool], isolation.Worker] = {}
+
+    def __enter__(self) -> Runner:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for w in self._workers.values():
+            w.close()
+        self._workers.clear()
+
+    def worker(self, backend: str, sanitize: bool = False) -> isolation.Worker:
+        key = (backend, sanitize)
+        if key not in self._workers:
+            kernel = self.settings.kernel
+            self._workers[key] = isolation.Worker(
+                backend, sanitize=sanitize,
+                kernel={"spec": kernel["spec"], "signature": kernel.get("signature")} if kernel else None)
+        return self._workers[key]
+
+    # --- one example ---------------------------------------------------------------------------
+
+    def _resolver(self, variant):
+        if variant is None:
+            return targets.resolve
+        return lambda name: variant if name == variant.name else targets.resolve(name)
+
+    def _in_worker(self, example: Example, variant) -> bool:
+        """A worker can run it: the mode asks for one and every variant it names loads there by name."""
+        if self.settings.mode == "process":
+            return False
+        if variant is not None and variant is not _safe_resolve(variant.name):
+            return False  # a variant built in this process (a test's double): only here
+        return True
+
+    def run_once(self, example: Example, variant=None, timeout: float | None = None,
+                 deadline: float | None = None) -> Observation:
+        """Run one example where the settings say, for at most `timeout` seconds in a worker (and not
+        past `deadline`, monotonic); raises a GemmFailure with its context."""
+        timeout = timeout or self.settings.timeout
+        if example.check == "cross_backend":
+            return self._cross_backend(example, variant, timeout)
+        if not self._in_worker(example, variant):
+            return examples.execute(example, self._resolver(variant), self.backend)
+        sanitize = self.settings.mode == "sanitize"
+        start = time.perf_counter()
+        try:
+            answer = self.worker(self.backend.name, sanitize).run(example.to_dict(), timeout=timeout, deadline=deadline)
+            observed = isolation.verdict(answer, sanitize)
+        except GemmFailure as failure:
+            failure.with_context(variant=example.variant or "(peers)", case=example.case.describe(),
+                                 check=example.describe())
+            raise
+        return Observation(observed["exact"], observed["error_ratio"], time.perf_counter() - start,
+                           observed.get("torch_ratio"))
+
+    def _values(self, backend: str, example: Example, variant, timeout: float) -> np.ndarray:
+        """C as computed by `backend` (the example must pass there); the interpreter always in a worker."""
+        output = dataclasses.replace(example, check="output")
+        if backend == self.backend.name and not self._in_worker(output, variant):
+            return examples.execute(output, self._resolver(variant), self.backend).values
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "c.npy"
+            answer = self.worker(backend, self.settings.mode == "sanitize" and backend == "cuda").run(
+                output.to_dict(), timeout=timeout, output=path)
+            isolation.verdict(answer, False)
+            return np.load(path)
+
+    def _cross_backend(self, example: Example, variant, timeout: float) -> Observation:
+        """The same kernel compiled (here) and interpreted (in a worker): bit-equal where exact, within
+        both runs' bounds elsewhere."""
+        from properties.judge import oracles
+        from properties.model.cases import materialize
+        from reference import numpy_ref
+
+        start = time.perf_counter()
+        context = dict(variant=example.variant, case=example.case.describe(), check="compiled against interpreted")
+        try:
+            compiled = self._values(self.backend.name, example, variant, timeout)
+            interpreted = self._values("interpreter", example, variant, timeout)
+            ops = materialize(example.case)
+            precision = (variant or targets.resolve(example.variant)).precision
+            product = numpy_ref.product(ops.a.view, ops.b.view)
+            allow = oracles.reference_allowance(product, example.case.K, example.case.dtype, precision,
+                                                example.case.out_dtype)
+            from properties.judge.relations import Run, paired
+
+            runs = [Run(interpreted, allow), Run(compiled, allow)]
+            compare.values(compiled, paired(interpreted, runs, allow.exact), against="the interpreted kernel")
+        except GemmFailure as failure:
+            failure.with_context(**context)
+            raise
+        return Observation(allow.exact, None, time.perf_counter() - start)
+
+    # --- Hypothesis tests ----------------------------------------------------------------------
+
+    def property(self, target_id: str, deadline: float | None = None) -> PropertyRun:
+        return PropertyRun(self, target_id, deadline)
+
+
+def check(variant, case, backend: backends.Backend | None = None) -> Observation:
+    """The main property on one case, in this process: for tests and tools that judge one case."""
+    backend = backend or backends.current()
+    with Runner(RunSettings(backend=backend.name), backend) as runner:
+        return runner.run_once(Example("reference", variant.name, case), variant)
+
+
+def _safe_resolve(name: str):
+    try:
+        return targets.resolve(name)
+    except KeyError:
+        return None
+
+
+def _is_final() -> bool:
+    """Is this Hypothesis's last run of its minimal failing example?"""
+    try:
+        from hypothesis.control import current_build_context
+
+        return bool(current_build_context().is_final)
+    except Exception:  # noqa: BLE001  outside a Hypothesis test
+        return False
+
+
+def _reject() -> None:
+    from hypothesis import reject
+
+    reject()
+
+
+class PropertyRun:
+    """The examples of one Hypothesis test (or one campaign target): see the module docstring."""
+
+    def __init__(self, runner: Runner, target_id: str, deadline: float | None = None):
+        self.runner = runner
+        self.target_id = target_id
+        self.deadline = deadline  # monotonic: no new example after it (the campaign's share)
+        self.first_failure: float | None = None
+        self.shrink_until: float | None = None
+        self.faults: dict[str, GemmFailure] = {}  # example key -> its hang or crash, never re-run
+        self.failure: GemmFailure | None = None  # the final, reported failure
+        self.example: Example | None = None  # and its example
+        self.ran = 0  # examples run (a campaign target runs at least one, whatever its deadline)
+
+    def run(self, example: Example, variant=None) -> Observation:
+        try:
+            return self._run(example, variant)
+        except GemmFailure as failure:
+            # One place raises every failure, with a fresh traceback: Hypothesis tells bugs apart by
+            # the type and the line an exception comes from, so a hang replayed from memory is the
+            # same bug as the hang itself, and two failures of one kind are one bug.
+            raise failure.with_traceback(None) from None
+
+    def _run(self, example: Example, variant) -> Observation:
+        settings, stats = self.runner.settings, self.runner.stats
+        final = _is_final()
+        key = example.key()
+        if key in self.faults:  # a hang or a crash is never run twice
+            failure = copy.copy(self.faults[key])
+            if final:
+                self._report(example, variant, failure, simplify=False)
+            raise failure
+        now = time.monotonic()
+        deadline = None
+        if self.first_failure is None:
+            if self.deadline is not None and self.ran and now > self.deadline:
+                raise OutOfTime
+        elif not final:
+            if now >= self.shrink_until:
+                stats.left_out(self.target_id)
+                _reject()
+            deadline = self.shrink_until
+        start = time.monotonic()
+        self.ran += 1
+        try:
+            observed = self.runner.run_once(example, variant, settings.timeout, deadline)
+        except GemmFailure as failure:
+            if not failure.kernel_fault:
+                stats.failed(self.target_id, failure)
+                _reject()
+            fault = isinstance(failure, (TimedOut, Crashed))
+            if isinstance(failure, TimedOut) and failure.seconds < settings.timeout:
+                stats.left_out(self.target_id)  # cut short by the shrinking budget: not a verdict
+                _reject()
+            self._failed(key, failure, time.monotonic() - start, fault=fault)
+            if final:
+                failure = self._report(example, variant, failure, simplify=not fault)
+            raise failure
+        stats.passed(self.target_id, observed, example.case.describe())
+        return observed
+
+    def _failed(self, key: str, failure: GemmFailure, seconds: float, fault: bool) -> None:
+        self.runner.stats.failed(self.target_id, failure, seconds)
+        now = time.monotonic()
+        if self.first_failure is None:
+            self.first_failure = now
+            budget = self.runner.settings.timeout / 2 if fault else self.runner.settings.shrink_seconds
+            self.shrink_until = now + budget
+            if self.deadline is not None:
+                self.shrink_until = min(self.shrink_until, max(self.deadline, now + 1.0))
+        if fault:
+            self.faults[key] = failure
+
+    def _report(self, example: Example, variant, failure: GemmFailure, simplify: bool) -> GemmFailure:
+        """The final failure: simplified where it can be, with its repro script written and named."""
+        if simplify:
+            example, failure = self._simplify(example, variant, failure)
+        settings = self.runner.settings
+        if settings.repros:
+            path = repros.write(Path(settings.repros), example, settings, failure)
+            failure.repro = path
+            try:
+                from hypothesis import note
+
+                note(f"repro: python {path}")
+            except Exception:  # noqa: BLE001  outside a Hypothesis test
+                pass
+        self.failure, self.example = failure, example
+        return failure
+
+    def _simplify(self, example: Example, variant, failure: GemmFailure) -> tuple[Example, GemmFailure]:
+        """Try plainer cases directly, keeping each that still fails with the same kind of failure:
+        plain layouts, `ones`, seed 0, the default output dtype, then each dimension bisected down
+        to the smallest value that still fails. Bounded in time."""
+        from properties.model import strategies
+
+        resolved = variant or _safe_resolve(example.variant or example.parameters.get("peers", ("",))[0])
+        if resolved is None:
+            return example, failure
+        until = time.monotonic() + max(10.0, self.runner.settings.shrink_seconds / 3)
+        if self.deadline is not None:
+            until = min(until, max(self.deadline, time.monotonic() + 1.0))
+        tried: dict[str, GemmFailure | None] = {}
+
+        def fails(case) -> GemmFailure | None:
+            candidate = dataclasses.replace(example, case=case)
+            key = candidate.key()
+            if key not in tried:
+                try:
+                    self.runner.run_once(candidate, variant, self.runner.settings.timeout)
+                    tried[key] = None
+                except GemmFailure as again:
+                    tried[key] = again if type(again) is type(failure) else None
+            return tried[key]
+
+        case = example.case
+        for simplify in strategies.plainer(resolved):
+            if time.monotonic() > until:
+                break
+            candidate = simplify(case)
+            found = fails(candidate) if candidate != case else None
+            if found is not None:
+                case, failure = candidate, found
+        for dim in ("M", "N", "K"):
+            lo, hi = 1, getattr(case, dim)  # hi fails; find the smallest failing value, by bisection
+            while lo < hi and time.monotonic() <= until:
+                mid = (lo + hi) // 2
+                candidate = strategies.resized(case, resolved, **{dim: mid})
+                found = fails(candidate) if candidate is not None else None
+                if found is not None:
+                    hi, case, failure = mid, candidate, found
+                else:
+                    lo = mid + 1
+        return dataclasses.replace(example, case=case), failure
