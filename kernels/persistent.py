@@ -13,9 +13,14 @@ also stored with pointers where its inner extent is not a multiple of 16 bytes, 
 there overwrites the memory after each row up to the next 16-byte boundary (triton-lang/triton#11583).
 
 Scheduling is configurable: `launch(a, b, c, config=...)` takes one dict of the form of CPU_CONFIGS
-and GPU_CONFIGS (None = the first of the list for the device and input size). WARP_SPECIALIZE asks
-Triton's automatic warp specialization for the tile loop; Triton 3.6 documents it for Blackwell, and
-on Hopper applies it only to an unflattened loop with num_warps=4.
+and GPU_CONFIGS (None = the first of the list for the device and input size).
+
+WARP_SPECIALIZE asks Triton for automatic warp specialization of the tile loop (a producer warp
+group issuing the TMA loads, a consumer one the MMAs). Triton 3.6 documents it for Blackwell only,
+but also runs a Hopper pass, which on the H100 specializes only an unflattened loop with num_warps=4
+and no split epilogue (so the launcher refuses other combinations), and compiles only when both
+operands come through descriptors, 8-bit ones K-major (A row-major, B column-major); elsewhere its
+pass fails ("PassManager::run failed"), so the launcher runs those cases unspecialized.
 """
 
 import torch
@@ -134,29 +139,32 @@ def _config(bm, bn, bk, group_m, subtile, warps, stages, programs=None, warp_spe
 
 
 # The interpreter needs small tiles and few programs, so that each program runs its tile loop several
-# times on the suite's shapes (up to 72); the others vary the tile order, the program count and the
-# epilogue.
+# times on the suite's shapes (up to 72); the others vary the tile order, the program count, the
+# epilogue and the loop's flags (which the interpreter ignores).
 CPU_CONFIGS = [
     _config(16, 32, 16, 2, True, 1, 1, programs=3),
     _config(16, 16, 16, 1, False, 1, 1, programs=3),
     _config(32, 16, 16, 4, False, 1, 1, programs=2),
     _config(16, 32, 32, 8, True, 1, 1, programs=5),
+    _config(16, 32, 16, 2, False, 4, 1, programs=3, warp_specialize=True, flatten=False),
 ]
-# 1- and 2-byte inputs on the GPU, the default first.
+# 1- and 2-byte inputs on the GPU, the default first; each fits the H100's 227 KB of shared memory
+# for every output dtype and layout. On the H100 at 8192 x 6144 x 4096 the default ran at 1.02-1.03x
+# torch.matmul in fp16 and bf16 (python -m kernels.bench --configs times them all).
 GPU_CONFIGS = [
     _config(128, 256, 64, 8, True, 8, 3),
-    _config(128, 256, 64, 8, False, 8, 3),
-    _config(128, 256, 64, 8, True, 8, 4),
-    _config(128, 128, 64, 8, True, 8, 4),
-    _config(128, 128, 64, 8, False, 4, 4),
-    _config(256, 128, 64, 8, True, 8, 3),
     _config(128, 256, 64, 16, True, 8, 3),
+    _config(128, 256, 64, 1, True, 8, 3),
+    _config(128, 256, 64, 8, True, 8, 3, programs=100),
     _config(128, 256, 64, 8, True, 8, 3, flatten=False),
+    _config(256, 128, 64, 8, True, 8, 3),
+    _config(128, 128, 64, 8, False, 4, 4),
+    _config(128, 128, 64, 8, True, 8, 4),
     _config(128, 128, 128, 8, True, 8, 3),
+    _config(128, 256, 64, 8, False, 4, 2, warp_specialize=True, flatten=False),
     _config(128, 256, 64, 8, False, 4, 3, warp_specialize=True, flatten=False),
-    _config(128, 128, 64, 8, False, 4, 4, warp_specialize=True, flatten=False),
 ]
-# 4-byte (fp32) inputs: tiles that fit the H100's 227 KB of shared memory.
+# 4-byte (fp32) inputs: smaller tiles, as fp32 ones take twice the shared memory.
 GPU_FP32_CONFIGS = [
     _config(128, 128, 32, 8, True, 8, 3),
     _config(128, 128, 32, 8, False, 8, 3),
@@ -183,6 +191,9 @@ def _checked(config: dict) -> dict:
         raise ValueError(f"config['num_programs'] must be None (the SM count) or a positive int; got {programs!r}")
     if not (isinstance(config["GROUP_M"], int) and config["GROUP_M"] >= 1):
         raise ValueError(f"config['GROUP_M'] must be a positive int; got {config['GROUP_M']!r}")
+    if config["WARP_SPECIALIZE"] and (config["FLATTEN"] or config["EPILOGUE_SUBTILE"] or config["num_warps"] != 4):
+        raise ValueError("config['WARP_SPECIALIZE'] needs FLATTEN=False, EPILOGUE_SUBTILE=False and num_warps=4 "
+                         f"(all Triton 3.6 can warp-specialize on Hopper); got {config!r}")
     return config
 
 
@@ -193,14 +204,19 @@ def _num_programs(config: dict, device: torch.device) -> int:
 
 
 def _tma_layout(t: torch.Tensor) -> tuple[bool, bool]:
-    """(TMA can address t, t is column-major): a unit stride, the other a positive multiple of 16 bytes,
-    and a 16-byte aligned base."""
-    if t.data_ptr() % 16:
+    """(TMA can address t, t is column-major): a non-empty operand with a unit stride, the other a
+    positive multiple of 16 bytes, and a 16-byte aligned base."""
+    if t.numel() == 0 or t.data_ptr() % 16:
         return False, False
     for col_major, (unit, leading) in ((False, (1, 0)), (True, (0, 1))):
         if t.stride(unit) == 1 and t.stride(leading) > 0 and (t.stride(leading) * t.element_size()) % 16 == 0:
             return True, col_major
     return False, False
+
+
+def can_warp_specialize(element_size: int, a_tma: bool, a_col: bool, b_tma: bool, b_col: bool) -> bool:
+    """Whether Triton 3.6's Hopper warp specialization compiles this case (see the module's docstring)."""
+    return a_tma and b_tma and (element_size == 2 or (element_size == 1 and not a_col and b_col))
 
 
 def _allocate_scratch(size: int, alignment: int, stream):
@@ -217,6 +233,7 @@ def make_launch(name: str, precision: str):
         b_tma, b_col = _tma_layout(b)
         c_tma, c_col = _tma_layout(c)
         c_tma = c_tma and ((M if c_col else N) * c.element_size()) % 16 == 0  # triton-lang/triton#11583
+        specialize = cfg["WARP_SPECIALIZE"] and can_warp_specialize(a.element_size(), a_tma, a_col, b_tma, b_col)
         if a.device.type == "cuda":
             triton.set_allocator(_allocate_scratch)  # in-kernel descriptors need global scratch memory
         programs = _num_programs(cfg, a.device)
@@ -224,10 +241,10 @@ def make_launch(name: str, precision: str):
         persistent_kernel[(min(programs, tiles),)](
             a, b, c, M, N, K,
             a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-            A_TMA=a_tma and K > 0, A_COL=a_col, B_TMA=b_tma and K > 0, B_COL=b_col, C_TMA=c_tma, C_COL=c_col,
+            A_TMA=a_tma, A_COL=a_col, B_TMA=b_tma, B_COL=b_col, C_TMA=c_tma, C_COL=c_col,
             BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], NUM_PROGRAMS=programs,
-            EPILOGUE_SUBTILE=cfg["EPILOGUE_SUBTILE"], FLATTEN=cfg["FLATTEN"],
-            WARP_SPECIALIZE=cfg["WARP_SPECIALIZE"], PRECISION=precision, ACC=dtypes.accumulator(a.dtype),
+            EPILOGUE_SUBTILE=cfg["EPILOGUE_SUBTILE"], FLATTEN=cfg["FLATTEN"], WARP_SPECIALIZE=specialize,
+            PRECISION=precision, ACC=dtypes.accumulator(a.dtype),
             num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
         )
 

@@ -23,17 +23,20 @@ def _aligned(order: str, rows: int, cols: int) -> Layout:
 
 
 def _cases(m: int, n: int, k: int, dtype: str) -> list[GemmCase]:
-    """Three cases of ragged tiles: TMA loads and stores of row-major operands (n a multiple of 16,
-    so C's rows are 16-byte multiples), of column-major ones (m a multiple of 16 there), and
-    operands TMA cannot take (a strided A, a misaligned B, C's rows not 16-byte multiples)."""
+    """Four cases of ragged tiles: TMA loads and stores of row-major operands (n a multiple of 16, so
+    C's rows are 16-byte multiples), of a column-major B (K-major: a weight stored N x K), of
+    column-major operands (m a multiple of 16 there), and operands TMA cannot take (a strided A, a
+    misaligned B, C's rows not 16-byte multiples)."""
     out = name_of(kernels.get("persistent").dtypes[by_name(dtype).dtype][0])
     n16, m16 = n + -n % 16, m + -m % 16
     return [
         GemmCase(m, n16, k, dtype, out, _aligned("row", m, k), _aligned("row", k, n16), _aligned("row", m, n16),
                  profile="normal"),
+        GemmCase(m, n16, k, dtype, out, _aligned("row", m, k), _aligned("col", k, n16), _aligned("row", m, n16),
+                 profile="normal", seed=1),
         GemmCase(m16, n16, k, dtype, out, _aligned("col", m16, k), _aligned("col", k, n16),
-                 _aligned("col", m16, n16), profile="normal", seed=1),
-        GemmCase(m, n, k, dtype, out, Layout(step=2), Layout(offset=1), Layout(pad=3), profile="normal", seed=2),
+                 _aligned("col", m16, n16), profile="normal", seed=2),
+        GemmCase(m, n, k, dtype, out, Layout(step=2), Layout(offset=1), Layout(pad=3), profile="normal", seed=3),
     ]
 
 
@@ -86,6 +89,7 @@ def test_each_gpu_fp32_configuration_is_right(index, variant, backend):
     ({"num_programs": 0}, r"config\['num_programs'\] must be None \(the SM count\) or a positive int"),
     ({"GROUP_M": 0}, r"config\['GROUP_M'\] must be a positive int"),
     ({"unknown": 1}, "config must be a dict with exactly the keys BM, BN, BK"),
+    ({"WARP_SPECIALIZE": True, "FLATTEN": True}, r"config\['WARP_SPECIALIZE'\] needs FLATTEN=False"),
 ])
 def test_a_malformed_configuration_is_refused(change, message, backend):
     config = {**persistent.configs(backend.device.type, torch.float16)[0], **change}
