@@ -1,18 +1,24 @@
 """Benchmark every compiled variant against torch.matmul (cuBLAS) on a CUDA GPU.
 
-    python -m kernels.bench [--dtype fp16 --dtype bf16] [--out bench-out]
+    python -m kernels.bench [--dtype fp16 --dtype bf16] [--variant persistent] [--configs] [--out bench-out]
 
 For each shape and dtype: TFLOP/s of each variant and of torch.matmul, the median of repeated runs
 with warm-up excluded (triton.testing.do_bench), and each variant's ratio to torch.matmul measured
-in the same run. Each variant's result is also compared with torch's before it is timed. Writes a
-Markdown table (bench.md) and a bar chart (bench.png) to --out.
+in the same run. Each variant's result is also compared with torch's before it is timed, and the
+wall time of that first call is reported (it compiles the kernel: cold unless Triton's cache holds
+it). With --configs, a variant whose module lists its GPU configurations (`configs(device_type,
+dtype)`, the launcher taking `config=`) is timed in each of them, as NAME#i. Writes a Markdown table
+(bench.md) and a bar chart (bench.png) to --out.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import platform
+import sys
+import time
 from pathlib import Path
 
 import torch
@@ -22,6 +28,8 @@ SHAPES = {  # name: (M, N, K)
     "square 4096^3": (4096, 4096, 4096),
     "decode M=16": (16, 8192, 8192),
     "large K": (2048, 2048, 32768),
+    # rows of no 16-byte multiple: what tensor descriptors cannot address takes the pointer paths
+    "ragged 8191x6143x4097": (8191, 6143, 4097),
 }
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 
@@ -38,8 +46,18 @@ def warm_up(device) -> None:
     triton.testing.do_bench(lambda: torch.matmul(x, x), warmup=500, rep=500)
 
 
-def measure(shape: str, dname: str, chosen, device) -> list[tuple]:
-    """Time torch.matmul and every chosen variant on one shape and dtype."""
+def timed(variant, dtype, sweep: bool) -> list[tuple[str, object]]:
+    """(label, launch) for the variant as registered and, with `sweep`, in each of its GPU configurations."""
+    runs = [(variant.name, variant.launch)]
+    configs = getattr(sys.modules[variant.launch.__module__], "configs", None)
+    if sweep and configs is not None:
+        runs += [(f"{variant.name}#{i}", functools.partial(variant.launch, config=config))
+                 for i, config in enumerate(configs("cuda", dtype))]
+    return runs
+
+
+def measure(shape: str, dname: str, chosen, device, sweep: bool = False) -> list[tuple]:
+    """Time torch.matmul and every chosen variant (with `sweep`, each configuration) on one shape and dtype."""
     import triton.testing
 
     m, n, k = SHAPES[shape]
@@ -51,19 +69,24 @@ def measure(shape: str, dname: str, chosen, device) -> list[tuple]:
     scale = reference.float().abs().max().clamp_min(1e-30)
     torch_ms = triton.testing.do_bench(lambda: torch.matmul(a, b), warmup=25, rep=200, return_mode="median")
     torch_tf = tflops(m, n, k, torch_ms)
-    rows = [(shape, dname, "torch.matmul", torch_tf, 1.0, 0.0)]
+    rows = [(shape, dname, "torch.matmul", torch_tf, 1.0, 0.0, None)]
     print(f"{shape:28} {dname} {'torch.matmul':14} {torch_tf:7.1f} TFLOP/s", flush=True)
-    for v in chosen:
-        if dtype not in v.dtypes:
+    for label, launch in (run for v in chosen if dtype in v.dtypes for run in timed(v, dtype, sweep)):
+        c = torch.full((m, n), float("nan"), device=device, dtype=dtype)
+        start = time.perf_counter()
+        try:
+            launch(a, b, c)  # compiles (and autotunes) outside the timing
+            torch.cuda.synchronize()
+        except Exception as e:  # a configuration that does not compile here is reported, not fatal
+            print(f"{shape:28} {dname} {label:14} failed: {type(e).__name__}: {e}", flush=True)
             continue
-        c = torch.empty(m, n, device=device, dtype=dtype)
-        v.launch(a, b, c)  # compiles (and autotunes) outside the timing
-        err = float((c.float() - reference.float()).abs().max() / scale)
-        ms = triton.testing.do_bench(lambda v=v, c=c: v.launch(a, b, c), warmup=25, rep=200, return_mode="median")
+        first = time.perf_counter() - start
+        err = float((c.float() - reference.float()).abs().max() / scale)  # NaN if any element was left unwritten
+        ms = triton.testing.do_bench(lambda f=launch, c=c: f(a, b, c), warmup=25, rep=200, return_mode="median")
         tf = tflops(m, n, k, ms)
-        rows.append((shape, dname, v.name, tf, tf / torch_tf, err))
-        print(f"{shape:28} {dname} {v.name:14} {tf:7.1f} TFLOP/s  {tf / torch_tf:5.2f}x torch  max rel err {err:.1e}",
-              flush=True)
+        rows.append((shape, dname, label, tf, tf / torch_tf, err, first))
+        print(f"{shape:28} {dname} {label:14} {tf:7.1f} TFLOP/s  {tf / torch_tf:5.2f}x torch  max rel err {err:.1e}"
+              f"  first call {first:.1f} s", flush=True)
     return rows
 
 
@@ -72,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dtype", action="append", choices=sorted(DTYPES), help="default: fp16 and bf16")
     parser.add_argument("--variant", action="append", help="variant names (default: every compiled variant)")
     parser.add_argument("--shape", action="append", choices=sorted(SHAPES), help="default: all")
+    parser.add_argument("--configs", action="store_true",
+                        help="also time each GPU configuration of the variants that list them")
     parser.add_argument("--out", type=Path, default=Path("bench-out"))
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
@@ -84,22 +109,34 @@ def main(argv: list[str] | None = None) -> int:
     dtypes = args.dtype or ["fp16", "bf16"]
     shapes = args.shape or list(SHAPES)
     chosen = [v for v in kernels.variants() if v.precision == "ieee" and (not args.variant or v.name in args.variant)]
+    if args.variant and len(chosen) != len(set(args.variant)):
+        known = ", ".join(v.name for v in kernels.variants() if v.precision == "ieee")
+        parser.error(f"--variant: unknown among {sorted(set(args.variant))}; the ieee variants are {known}")
     args.out.mkdir(parents=True, exist_ok=True)
     device = torch.device("cuda")
     warm_up(device)
-    rows = []  # (shape, dtype, name, tflops, ratio, max relative error)
+    rows = []  # (shape, dtype, name, tflops, ratio, max relative error, first call seconds)
     for shape in shapes:
         for dname in dtypes:
-            rows += measure(shape, dname, chosen, device)
+            rows += measure(shape, dname, chosen, device, args.configs)
             torch.cuda.empty_cache()
 
     header = (f"{torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}, "
               f"python {platform.python_version()}, {datetime.date.today().isoformat()}")
     lines = [f"Measured on {header}. TFLOP/s = 2MNK / median time (triton.testing.do_bench, warm-up excluded); "
-             "ratio = variant / torch.matmul in the same run.", "",
-             "| shape | dtype | kernel | TFLOP/s | x torch.matmul | max rel. error vs torch |", "|---|---|---|---|---|---|"]
-    for shape, dname, name, tf, ratio, err in rows:
-        lines.append(f"| {shape} | {dname} | {name} | {tf:.1f} | {ratio:.2f} | {err:.1e} |")
+             "ratio = variant / torch.matmul in the same run; first call = wall time of the first launch, compile "
+             "included.", "",
+             "| shape | dtype | kernel | TFLOP/s | x torch.matmul | max rel. error vs torch | first call (s) |",
+             "|---|---|---|---|---|---|---|"]
+    for shape, dname, name, tf, ratio, err, first in rows:
+        lines.append(f"| {shape} | {dname} | {name} | {tf:.1f} | {ratio:.2f} | {err:.1e} | "
+                     f"{'-' if first is None else f'{first:.1f}'} |")
+    if args.configs:
+        lines += ["", "Configurations (NAME#i):", ""]
+        for v in chosen:
+            configs = getattr(sys.modules[v.launch.__module__], "configs", None)
+            for dname in dtypes if configs else ():
+                lines += [f"- {v.name}#{i} ({dname}): {c}" for i, c in enumerate(configs("cuda", DTYPES[dname]))]
     (args.out / "bench.md").write_text("\n".join(lines) + "\n")
     _plot(rows, shapes, dtypes, args.out / "bench.png", header)
     print("\n".join(lines))
