@@ -144,7 +144,8 @@ def _launch_stream_k(a, b, c, bug: str):
     iters_per_tile = max(1, triton.cdiv(K, BK))
     total = triton.cdiv(M, BM) * triton.cdiv(N, BN) * iters_per_tile
     grid = min(PROGRAMS, total)
-    partials = torch.empty((grid, BM, BN), dtype=torch.float32, device=a.device)
+    # NaN until written, so a partial read too early shows in C (torch.empty could hold an earlier run's)
+    partials = torch.full((grid, BM, BN), float("nan"), dtype=torch.float32, device=a.device)
     flags = torch.zeros((grid,), dtype=torch.int32, device=a.device)
     _stream_k[(grid,)](a, b, c, partials, flags, M, N, K, *a.stride(), *b.stride(), *c.stride(), iters_per_tile,
                        triton.cdiv(total, grid), BM=BM, BN=BN, BK=BK, BUG=bug)
