@@ -20,7 +20,8 @@ read-modify-writes; a plain store or a non-RMW atomic store to the location ends
 orders nothing between programs (each program is a CTA). Happens-before is what the executed
 interleaving establishes, tracked with vector clocks; the schedule (schedule.ordered) chooses the
 interleaving. Separate launches are ordered (each launch starts with no history). Masked-off lanes
-access nothing. Triton's tl.* defaults are sem "acq_rel", scope "gpu".
+access nothing. Triton's defaults: scope "gpu"; sem "acq_rel" for read-modify-writes and cas,
+"acquire" for tl.atomic_load, "release" for tl.atomic_store.
 
 Accepted, so:
   * programs that write disjoint elements and read shared inputs (tiled, persistent, one owner per tile);
@@ -29,17 +30,19 @@ Accepted, so:
     consumer waits on the flag with an acquire atomic (e.g. tl.atomic_add(flag, 0, sem="acquire")
     until it reads the value), then plain-loads the data (stream-K's fix-up);
   * a counter of arrivals: each program stores its data and then does an acq_rel atomic_add on the
-    counter; the one that sees the last count may read everyone's data (the RMWs form a release sequence);
+    counter; the one that sees the last count may read everyone's data (the RMWs form a release
+    sequence); so may a program that waits with an acquire until release RMWs brought the count up;
   * chains: program 0 releases to 1, 1 releases to 2: 0's stores happen before 2's loads.
 
 Races, so:
-  * a plain load or store of an element that another program plain-stores, with no chain between them:
+  * a plain load or store of an element that another program plain-stores (or a plain store of one
+    that another program plain-loads), with no chain between them:
     partials combined by plain read-modify-write, a flag set with a plain store or a relaxed atomic,
     a flag read with a relaxed atomic, data stored after the release or loaded before the acquire,
     two owners of one tile, a cta-scope release/acquire between programs;
-  * a plain access against another program's atomic with no chain between them (PTX: a data race
-    unless both are strong), e.g. program 0 zeroing a workspace with plain stores while the others
-    atomically add into it;
+  * a plain access against another program's conflicting strong one (an atomic, or a volatile load
+    against a plain store) with no chain between them (PTX: a data race unless both are strong), e.g.
+    program 0 zeroing a workspace with plain stores while the others atomically add into it;
   * a volatile-load spin without an acquire. A volatile load is a strong relaxed read (PTX: ld.volatile
     has the semantics of ld.relaxed.sys): it never races with the flag's atomics, and it sees the flag
     set, but it orders nothing. The plain loads of the data after it are not ordered after the
