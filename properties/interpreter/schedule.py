@@ -19,11 +19,13 @@ its previous one changed nothing there, and the values are still those it saw: i
 some program changes them. When every live program waits, the launch raises `Deadlock`, naming each
 program, what it waits on and where.
 
-Not modelled: residency. Every program of the launch may run at once (a persistent grid sized to the
-machine); a kernel that waits on a program that could not be resident deadlocks on a GPU, not here.
-A spin on a plain (non-volatile) load has no switch point and loops forever, as in the plain
-interpreter (on a GPU the compiler may hoist the load out of the loop). A bounded poll (re-read an
-unchanged flag at most n times, then give up) is taken for a spin.
+Memory stays sequentially consistent: an outcome only a GPU's weak memory allows (a relaxed flag
+seen before the data written ahead of it) never happens here; the race detector reports its cause.
+Not modelled either: residency. Every program of the launch may run at once (a persistent grid
+sized to the machine); a kernel that waits on a program that could not be resident deadlocks on a
+GPU, not here. A spin on a plain (non-volatile) load has no switch point and loops forever, as in
+the plain interpreter (on a GPU the compiler may hoist the load out of the loop). A bounded poll
+(re-read an unchanged flag at most n times, then give up) is taken for a spin.
 
 `install()` runs once per process, best at interpreter activation next to fixes.apply() (ordered()
 and races.checked() call it if nothing did), and before any bounds_checked() block opens: it
