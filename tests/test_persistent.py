@@ -10,8 +10,8 @@ import torch
 
 import kernels
 from kernels import persistent
-from properties.judge import check
 from properties.model.cases import GemmCase, Layout
+from properties.run import runner
 from reference.formats import by_name, name_of
 
 
@@ -47,7 +47,7 @@ def _with(variant_name: str, config: dict):
 
 def _check_all(variant_name, config, dtype, shape, backend):
     for case in _cases(*shape, dtype):
-        check.check(_with(variant_name, config), case, backend)
+        runner.check(_with(variant_name, config), case, backend)
 
 
 # 16x32 tiles on 37 x 48: 6 tiles over 3 programs, so each program runs its tile loop twice

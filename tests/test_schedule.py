@@ -11,12 +11,21 @@ import triton
 import triton.language as tl
 
 from properties.interpreter import sanitizer, schedule
-from properties.judge import check
-from properties.model.cases import GemmCase
+from properties.judge import oracles
+from properties.model.cases import GemmCase, materialize
 from properties.run import user_kernel
 from reference import numpy_ref
 
 pytestmark = pytest.mark.interpreter
+
+def _judged(variant, case):
+    """Launch a variant on a case as the runner does (bounds-checked), in whatever order the enclosing
+    block sets, and judge it: (verdict, operands)."""
+    ops = materialize(case)
+    with sanitizer.bounds_checked():
+        variant.launch(ops.a.view, ops.b.view, ops.c.view)
+    return oracles.against_reference(ops, variant.precision), ops
+
 
 TESTS = Path(__file__).parent
 RACE_KERNELS = TESTS / "race_kernels.py"
@@ -103,7 +112,7 @@ def test_a_right_spin_wait_kernel_gives_the_right_result_under_every_drawn_order
     waited = 0
     for order in ORDERS:
         with schedule.ordered(order) as o:
-            assert check.check(variant, SPLIT_TILES).exact
+            assert _judged(variant, SPLIT_TILES)[0].exact
         waited += sum(run.waits for run in o.runs)
     assert waited, "no schedule ever made a program wait: the test shows nothing"
 
@@ -119,7 +128,7 @@ def test_a_wait_no_program_will_end_is_a_deadlock_not_a_hang(backend):
     hang = _user("hang", TESTS / "fault_kernels.py")
     with pytest.raises(schedule.Deadlock) as info:
         with schedule.ordered(5):
-            check.check(hang, GemmCase(1, 1, 1, "fp16", "fp16"))
+            _judged(hang, GemmCase(1, 1, 1, "fp16", "fp16"))
     error = info.value
     assert error.kernel == "_wait_for_flag" and error.finished == 0
     (waiter,) = error.waiting
@@ -186,7 +195,7 @@ def test_the_sanitizer_and_the_judge_run_under_drawn_orders(backend):
     case = GemmCase(17, 33, 20, "fp16", "fp16", profile="small_ints", seed=1)
     for order in range(5):
         with schedule.ordered(order) as o:
-            observation, ops = check.run(_user("stream_k"), case)
+            observation, ops = _judged(_user("stream_k"), case)
         assert observation.exact and o.runs
         assert torch.equal(ops.c.view, torch.from_numpy(numpy_ref.product(ops.a.view, ops.b.view).value).half())
 

@@ -66,23 +66,14 @@ from properties.interpreter.schedule import Access, ConcurrencyError, Launch
 
 
 class DataRace(ConcurrencyError):
-    """Two programs accessed one element, at least one writing, not both atomic, with no happens-before."""
+    """Two programs accessed one element, at least one writing, not both atomic, with no happens-before.
 
-    def __init__(self, message: str, *, kernel: str, operand: str | None, offset: int | None,
-                 coordinates: tuple[int, ...] | None, address: int, program_id: tuple[int, int, int], op: str,
-                 line: str | None, other_program_id: tuple[int, int, int], other_op: str, other_line: str | None):
-        super().__init__(message)
-        self.kernel = kernel
-        self.operand = operand  # kernel argument the element belongs to
-        self.offset = offset  # element offset from that argument's data pointer
-        self.coordinates = coordinates
-        self.address = address
-        self.program_id = program_id  # the program whose access was second here
-        self.op = op  # "load", "store", "atomic add (relaxed)", "volatile load", ...
-        self.line = line  # "file:line" in the kernel source
-        self.other_program_id = other_program_id  # the program whose access was first here
-        self.other_op = other_op
-        self.other_line = other_line
+    Fields: kernel; operand (the kernel argument the element belongs to), offset (element offset from
+    its data pointer), coordinates, address; program_id, op ("load", "store", "atomic add (relaxed)",
+    "volatile load", ...) and line ("file:line") of the access that came second here; other_program_id,
+    other_op and other_line of the one that came first."""
+
+    kind = "data race"
 
 
 class _Log:

@@ -48,8 +48,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from properties.judge.failures import GemmFailure
 
-class ConcurrencyError(AssertionError):
+
+class ConcurrencyError(GemmFailure):
     """A verdict on how a launch's programs interact (a deadlock, a data race). A launch raises it as
     itself, not wrapped in Triton's InterpreterError."""
 
@@ -75,13 +77,10 @@ class Waiter:
 
 
 class Deadlock(ConcurrencyError):
-    """Every live program of a launch waits on a value that only another waiting program could change."""
+    """Every live program of a launch waits on a value that only another waiting program could change.
+    Fields: kernel, waiting (a Waiter per waiting program), finished (programs run to completion)."""
 
-    def __init__(self, message: str, *, kernel: str, waiting: tuple[Waiter, ...], finished: int):
-        super().__init__(message)
-        self.kernel = kernel
-        self.waiting = waiting
-        self.finished = finished  # programs that had run to completion
+    kind = "deadlock"
 
 
 class SchedulerUnavailable(RuntimeError):

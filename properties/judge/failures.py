@@ -9,6 +9,7 @@ doing (a gap of Triton's interpreter).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, ClassVar
 
 
@@ -66,7 +67,9 @@ class GemmFailure(AssertionError):
 
 
 def _plain(value):
-    """JSON-ready: tuples become lists, numpy scalars Python numbers."""
+    """JSON-ready: tuples become lists, dataclasses dicts, numpy scalars Python numbers."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _plain(dataclasses.asdict(value))
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

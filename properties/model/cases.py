@@ -82,8 +82,13 @@ class GemmCase:
     c: Layout = field(default=ROW)
     profile: str = "ones"
     seed: int = 0
+    # the order the programs of each launch run in, in the interpreter: 0 is program-id order, any
+    # other value seeds a drawn schedule of cooperative programs (properties/interpreter/schedule.py)
+    order: int = 0
 
     def __post_init__(self):
+        if self.order < 0:
+            raise ValueError(f"order must be >= 0 (0: program-id order), got {self.order}")
         if min(self.M, self.N, self.K) < 0:
             raise ValueError(f"M, N and K must be >= 0, got {self.M}, {self.N}, {self.K}")
         by_name(self.dtype), by_name(self.out_dtype)
@@ -112,6 +117,7 @@ class GemmCase:
         return (
             f"{self.M}x{self.N}x{self.K} {self.dtype}->{self.out_dtype} A:{self.a.describe()} "
             f"B:{self.b.describe()} C:{self.c.describe()} {self.profile} seed={self.seed}"
+            + (f" order={self.order}" if self.order else "")
         )
 
     def replace(self, **changes) -> GemmCase:

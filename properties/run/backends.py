@@ -22,7 +22,7 @@ class Backend:
     device: torch.device  # where the tensors live
     device_name: str
     emulations: tuple[str, ...] = field(default=())
-    sanitizer: str = ""  # the interpreter sanitizer's self-test, in words
+    checks: tuple[str, ...] = field(default=())  # header lines of the interpreter's checkers, self-tested
 
     def __repr__(self) -> str:
         return f"Backend({self.name} on {self.device_name})"
@@ -50,9 +50,7 @@ class Backend:
         lines += [f"gemm interpreter emulation: {e}" for e in self.emulations] or (
             ["gemm interpreter emulation: none needed"] if self.interpreted else []
         )
-        if self.sanitizer:
-            lines.append(f"gemm sanitizer: {self.sanitizer}")
-        return lines
+        return lines + list(self.checks)
 
 
 _ACTIVE: Backend | None = None
@@ -69,9 +67,12 @@ def activate(requested: str = "auto") -> Backend:
     if _ACTIVE is not None and _ACTIVE.name == name:
         return _ACTIVE
     if name == "interpreter":
-        from properties.interpreter import fixes, sanitizer
+        from properties.interpreter import fixes, sanitizer, schedule
 
-        _ACTIVE = Backend(name, torch.device("cpu"), _cpu_name(), tuple(fixes.apply()), sanitizer.self_test())
+        emulations = tuple(fixes.apply())
+        scheduler = schedule.install()  # after the fixes (it wraps them), before any sanitizer block (which wraps it)
+        checks = (f"gemm sanitizer: {sanitizer.self_test()}", scheduler)
+        _ACTIVE = Backend(name, torch.device("cpu"), _cpu_name(), emulations, checks)
     else:
         _ACTIVE = Backend(name, torch.device("cuda", torch.cuda.current_device()), torch.cuda.get_device_name())
     return _ACTIVE

@@ -19,6 +19,7 @@ limitation when Triton's interpreter itself failed, otherwise the launcher's ref
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -202,16 +203,30 @@ def _agreement(example: Example, resolve, backend) -> Observation:
     return Observation(all(r.exact for r in runs.values()), None, time.perf_counter() - start)
 
 
+def _checks(example: Example, backend: backends.Backend):
+    """In the interpreter, every launch of the example runs its programs in the case's order and under
+    the race detector (the sanitizer wraps each launch)."""
+    if not backend.interpreted:
+        return contextlib.nullcontext()
+    from properties.interpreter import races, schedule
+
+    stack = contextlib.ExitStack()
+    stack.enter_context(schedule.ordered(example.case.order))
+    stack.enter_context(races.checked())
+    return stack
+
+
 def execute(example: Example, resolve, backend: backends.Backend) -> Observation:
     """Run one example in this process. Raises a GemmFailure with its context filled in.
     `resolve(name) -> Variant` finds variants by name."""
     variant = resolve(example.variant) if example.variant else None
     try:
-        if example.check == "agreement":
-            return _agreement(example, resolve, backend)
-        if example.check == "metamorphic":
-            return _metamorphic(variant, example, backend)
-        observed, ops, verdict = _reference(variant, example.case, backend)
+        with _checks(example, backend):
+            if example.check == "agreement":
+                return _agreement(example, resolve, backend)
+            if example.check == "metamorphic":
+                return _metamorphic(variant, example, backend)
+            observed, ops, verdict = _reference(variant, example.case, backend)
         if example.check == "output":
             observed.values = verdict.values
         return observed
