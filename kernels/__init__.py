@@ -18,19 +18,21 @@ mode.configure()  # before any @triton.jit below is evaluated
 from kernels.registry import Requirements, Variant, get, register, variants
 
 # Modules here that are not variants.
-_INFRASTRUCTURE = {"mode", "registry", "operands", "dtypes", "bench", "mutants"}
+_INFRASTRUCTURE = {"mode", "registry", "operands", "dtypes", "autotuning", "bench", "mutants"}
 
 for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
     if _module not in _INFRASTRUCTURE and not _module.startswith("_"):
         importlib.import_module(f"{__name__}.{_module}")
 
 
-def matmul(a: torch.Tensor, b: torch.Tensor, *, variant: str = "tiled", out: torch.Tensor | None = None) -> torch.Tensor:
-    """`a @ b` computed by the named variant; `out` (M x N) is allocated when absent."""
+def matmul(a: torch.Tensor, b: torch.Tensor, *, variant: str = "tiled", out: torch.Tensor | None = None,
+           config: dict | None = None) -> torch.Tensor:
+    """`a @ b` computed by the named variant (in one of its configurations; None: the default); `out`
+    (M x N) is allocated when absent."""
     v = get(variant)
     if out is None:
         out = operands.allocate_output(v, a, b)
-    v.launch(a, b, out)
+    v.launch(a, b, out, config=config)
     return out
 
 

@@ -6,8 +6,7 @@ For each shape and dtype: TFLOP/s of each variant and of torch.matmul, the media
 with warm-up excluded (triton.testing.do_bench), and each variant's ratio to torch.matmul measured
 in the same run. Each variant's result is also compared with torch's before it is timed, and the
 wall time of that first call is reported (it compiles the kernel: cold unless Triton's cache holds
-it). With --configs, a variant whose module lists its GPU configurations (`configs(device_type,
-dtype)`, the launcher taking `config=`) is timed in each of them, as NAME#i. Writes a Markdown table
+it). With --configs, each variant is timed in each of its registered GPU configurations, as NAME#i. Writes a Markdown table
 (bench.md) and a bar chart (bench.png) to --out.
 """
 
@@ -17,7 +16,6 @@ import argparse
 import datetime
 import functools
 import platform
-import sys
 import time
 from pathlib import Path
 
@@ -49,10 +47,9 @@ def warm_up(device) -> None:
 def timed(variant, dtype, sweep: bool) -> list[tuple[str, object]]:
     """(label, launch) for the variant as registered and, with `sweep`, in each of its GPU configurations."""
     runs = [(variant.name, variant.launch)]
-    configs = getattr(sys.modules[variant.launch.__module__], "configs", None)
-    if sweep and configs is not None:
+    if sweep:
         runs += [(f"{variant.name}#{i}", functools.partial(variant.launch, config=config))
-                 for i, config in enumerate(configs("cuda", dtype))]
+                 for i, config in enumerate(variant.configs_for("cuda", dtype))]
     return runs
 
 
@@ -134,9 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.configs:
         lines += ["", "Configurations (NAME#i):", ""]
         for v in chosen:
-            configs = getattr(sys.modules[v.launch.__module__], "configs", None)
-            for dname in dtypes if configs else ():
-                lines += [f"- {v.name}#{i} ({dname}): {c}" for i, c in enumerate(configs("cuda", DTYPES[dname]))]
+            for dname in dtypes:
+                lines += [f"- {v.name}#{i} ({dname}): {dict(c)}" for i, c in enumerate(v.configs_for("cuda", DTYPES[dname]))]
     (args.out / "bench.md").write_text("\n".join(lines) + "\n")
     _plot(rows, shapes, dtypes, args.out / "bench.png", header)
     print("\n".join(lines))

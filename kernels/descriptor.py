@@ -81,14 +81,19 @@ def descriptor_kernel(
                  mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
-# (BM, BN, BK, GROUP_M, num_warps, num_stages). 128 x 256 x 64 is the fastest on the H100 (0.97x
-# torch.matmul at 8192 x 6144 x 4096), but transposing a column-major operand, staging a masked
-# store or staging a 4-byte output needs more shared memory than it leaves (278 KB of 227): those
-# cases take 128 x 128 x 64.
-CPU_CONFIG = (16, 32, 16, 2, 1, 1)
-GPU_CONFIG = {torch.float32: (128, 128, 32, 8, 8, 3)}
-GPU_DEFAULT = (128, 256, 64, 8, 8, 3)
-GPU_SMALLER = (128, 128, 64, 8, 8, 3)
+# 128 x 256 x 64 is the fastest on the H100 (0.97x torch.matmul at 8192 x 6144 x 4096), but
+# transposing a column-major operand, staging a masked store or staging a 4-byte output needs more
+# shared memory than it leaves (278 KB of 227): those cases take SMALLER instead.
+CONFIGS = {
+    "cpu": (dict(BM=16, BN=32, BK=16, GROUP_M=2, num_warps=1, num_stages=1),
+            dict(BM=32, BN=16, BK=32, GROUP_M=1, num_warps=1, num_stages=1)),
+    "cuda": (dict(BM=128, BN=256, BK=64, GROUP_M=8, num_warps=8, num_stages=3),
+             dict(BM=128, BN=128, BK=64, GROUP_M=8, num_warps=8, num_stages=3),
+             dict(BM=64, BN=128, BK=64, GROUP_M=4, num_warps=4, num_stages=4)),
+    "cuda/fp32": (dict(BM=128, BN=128, BK=32, GROUP_M=8, num_warps=8, num_stages=3),
+                  dict(BM=64, BN=64, BK=32, GROUP_M=4, num_warps=4, num_stages=4)),
+}
+SMALLER = dict(BM=128, BN=128, BK=64)
 
 
 def _allocate_scratch(size: int, alignment: int, stream):
@@ -103,24 +108,25 @@ def _orientation(t: torch.Tensor) -> tuple[bool, int]:
 
 
 def make_launch(name: str, precision: str):
-    def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
-        M, N, K = operands.check(registry.get(name), a, b, c)
+    def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config=None) -> None:
+        variant = registry.get(name)
+        M, N, K = operands.check(variant, a, b, c)
         if M == 0 or N == 0:
             return
         (a_col, sa), (b_col, sb), (c_col, _) = _orientation(a), _orientation(b), _orientation(c)
         inner = M if c_col else N
         c_tma = (inner * c.element_size()) % 16 == 0
-        if a.device.type == "cpu":
-            bm, bn, bk, group, warps, stages = CPU_CONFIG
-        else:
+        cfg = variant.config(a.device.type, a.dtype, config)
+        if a.device.type == "cuda":
             plain = c_tma and c.element_size() <= 2 and not (a_col or b_col or c_col)
-            bm, bn, bk, group, warps, stages = GPU_CONFIG.get(a.dtype, GPU_DEFAULT if plain else GPU_SMALLER)
+            if cfg["BM"] * cfg["BN"] > 128 * 128 and not plain:
+                cfg.update(SMALLER)  # the big tile does not fit shared memory here
             triton.set_allocator(_allocate_scratch)  # in-kernel descriptors need global scratch memory
-        descriptor_kernel[(triton.cdiv(M, bm) * triton.cdiv(N, bn),)](
+        descriptor_kernel[(triton.cdiv(M, cfg["BM"]) * triton.cdiv(N, cfg["BN"]),)](
             a, b, c, M, N, K, sa, sb, c.stride(0), c.stride(1),
             A_COL=a_col, B_COL=b_col, C_COL=c_col, C_TMA=c_tma,
-            BM=bm, BN=bn, BK=bk, GROUP_M=group, PRECISION=precision, ACC=dtypes.accumulator(a.dtype),
-            num_warps=warps, num_stages=stages,
+            BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], PRECISION=precision,
+            ACC=dtypes.accumulator(a.dtype), num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
         )
 
     return launch
@@ -130,7 +136,7 @@ register_precisions(
     "descriptor",
     make_launch,
     ALL_DTYPES,
-    blocks={"cpu": (CPU_CONFIG[:3],), "cuda": (GPU_DEFAULT[:3], GPU_SMALLER[:3], GPU_CONFIG[torch.float32][:3])},
+    configs=CONFIGS,
     origin="Triton tutorial 09's TMA path: tl.make_tensor_descriptor loads and stores, no masks",
     requirements=Requirements(max_offset=2**31 - 1, stride_alignment=16, contiguous_dim=True),
     description="tensor descriptors (TMA on Hopper), row- or column-major operands; masked C store on ragged rows",

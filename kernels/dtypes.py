@@ -4,8 +4,6 @@ first is the default), and the accumulator each input dtype uses."""
 import torch
 import triton.language as tl
 
-FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
-
 # fp16/bf16 in may write fp32 out (mixed precision); fp8 writes a wider float; int8 accumulates and
 # writes int32, so its results are exact
 ALL_DTYPES = {

@@ -50,25 +50,32 @@ def grouped_kernel(
              mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
-# (BM, BN, BK, GROUP_M, num_warps, num_stages). On the CPU GROUP_M = 3 so that small problems
-# (4 or 5 tile rows) end with a partial group.
-CPU_CONFIG = (16, 16, 16, 3, 1, 1)
-GPU_CONFIG = {torch.float32: (128, 128, 32, 8, 8, 3)}
-GPU_DEFAULT = (128, 256, 64, 8, 8, 3)
+# On the CPU GROUP_M = 3 by default, so that small problems (4 or 5 tile rows) end with a partial group.
+CONFIGS = {
+    "cpu": (dict(BM=16, BN=16, BK=16, GROUP_M=3, num_warps=1, num_stages=1),
+            dict(BM=16, BN=32, BK=16, GROUP_M=2, num_warps=1, num_stages=1),
+            dict(BM=32, BN=16, BK=32, GROUP_M=1, num_warps=1, num_stages=1)),
+    "cuda": (dict(BM=128, BN=256, BK=64, GROUP_M=8, num_warps=8, num_stages=3),
+             dict(BM=128, BN=128, BK=64, GROUP_M=4, num_warps=4, num_stages=4),
+             dict(BM=64, BN=64, BK=32, GROUP_M=2, num_warps=4, num_stages=5)),
+    "cuda/fp32": (dict(BM=128, BN=128, BK=32, GROUP_M=8, num_warps=8, num_stages=3),
+                  dict(BM=64, BN=64, BK=32, GROUP_M=4, num_warps=4, num_stages=4)),
+}
 
 
 def make_launch(name: str, precision: str):
-    def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
-        M, N, K = operands.check(registry.get(name), a, b, c)
+    def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config=None) -> None:
+        variant = registry.get(name)
+        M, N, K = operands.check(variant, a, b, c)
         if M == 0 or N == 0:
             return
-        bm, bn, bk, group, warps, stages = CPU_CONFIG if a.device.type == "cpu" else GPU_CONFIG.get(a.dtype, GPU_DEFAULT)
-        grid = (triton.cdiv(M, bm) * triton.cdiv(N, bn),)
+        cfg = variant.config(a.device.type, a.dtype, config)
+        grid = (triton.cdiv(M, cfg["BM"]) * triton.cdiv(N, cfg["BN"]),)
         grouped_kernel[grid](
             a, b, c, M, N, K,
             a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-            BM=bm, BN=bn, BK=bk, GROUP_M=group, PRECISION=precision, ACC=dtypes.accumulator(a.dtype),
-            num_warps=warps, num_stages=stages,
+            BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], PRECISION=precision,
+            ACC=dtypes.accumulator(a.dtype), num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
         )
 
     return launch
@@ -78,7 +85,7 @@ register_precisions(
     "grouped",
     make_launch,
     ALL_DTYPES,
-    blocks={"cpu": (CPU_CONFIG[:3],), "cuda": (GPU_DEFAULT[:3], GPU_CONFIG[torch.float32][:3])},
+    configs=CONFIGS,
     origin="seeds 000 and 004: 1-D grid with GROUP_SIZE_M re-ordering for L2 reuse (Triton tutorial 03)",
     requirements=Requirements(max_offset=2**31 - 1),
     description="grouped tile order, last group smaller",

@@ -44,22 +44,26 @@ def modulo_wrap_kernel(
     tl.store(c_ptrs, accumulator.to(c_ptr.dtype.element_ty), mask=c_mask)
 
 
-# (BM, BN, BK, num_warps, num_stages): seed 003's 128 x 128 x 32 on the GPU
-CPU_CONFIG = (16, 32, 16, 1, 1)
-GPU_CONFIG = (128, 128, 32, 4, 4)
+# seed 003's 128 x 128 x 32 on the GPU first
+CONFIGS = {
+    "cpu": (dict(BM=16, BN=32, BK=16, num_warps=1, num_stages=1), dict(BM=32, BN=32, BK=32, num_warps=1, num_stages=1)),
+    "cuda": (dict(BM=128, BN=128, BK=32, num_warps=4, num_stages=4), dict(BM=64, BN=64, BK=32, num_warps=4, num_stages=3),
+             dict(BM=128, BN=64, BK=64, num_warps=4, num_stages=3)),
+}
 
 
 def make_launch(name: str, precision: str):
-    def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
-        M, N, K = operands.check(registry.get(name), a, b, c)
+    def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config=None) -> None:
+        variant = registry.get(name)
+        M, N, K = operands.check(variant, a, b, c)
         if M == 0 or N == 0:
             return
-        bm, bn, bk, warps, stages = CPU_CONFIG if a.device.type == "cpu" else GPU_CONFIG
-        modulo_wrap_kernel[(triton.cdiv(M, bm) * triton.cdiv(N, bn),)](
+        cfg = variant.config(a.device.type, a.dtype, config)
+        modulo_wrap_kernel[(triton.cdiv(M, cfg["BM"]) * triton.cdiv(N, cfg["BN"]),)](
             a, b, c, M, N, K,
             a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-            BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, PRECISION=precision, ACC=dtypes.accumulator(a.dtype),
-            num_warps=warps, num_stages=stages,
+            BLOCK_SIZE_M=cfg["BM"], BLOCK_SIZE_N=cfg["BN"], BLOCK_SIZE_K=cfg["BK"], PRECISION=precision,
+            ACC=dtypes.accumulator(a.dtype), num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
         )
 
     return launch
@@ -69,7 +73,7 @@ register_precisions(
     "modulo_wrap",
     make_launch,
     ALL_DTYPES,
-    blocks={"cpu": (CPU_CONFIG[:3],), "cuda": (GPU_CONFIG[:3],)},
+    configs=CONFIGS,
     origin="seed 003: 1-D grid, offsets wrapped with % M and % N, masked store",
     requirements=Requirements(max_offset=2**31 - 1),
     description="wrap-around offsets instead of M/N load masks",

@@ -41,20 +41,23 @@ def naive_kernel(
              acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
-# (BM, BN); BK is 1: one rank-1 update per k
-CPU_CONFIG = (32, 32)
-GPU_CONFIG = (32, 32)
+# BK is 1: one rank-1 update per k
+CONFIGS = {
+    "cpu": (dict(BM=32, BN=32, BK=1, num_warps=4), dict(BM=16, BN=8, BK=1, num_warps=4)),
+    "cuda": (dict(BM=32, BN=32, BK=1, num_warps=4), dict(BM=64, BN=16, BK=1, num_warps=4)),
+}
 
 
-def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
-    M, N, K = operands.check(registry.get("naive"), a, b, c)
+def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config=None) -> None:
+    variant = registry.get("naive")
+    M, N, K = operands.check(variant, a, b, c)
     if M == 0 or N == 0:
         return
-    bm, bn = CPU_CONFIG if a.device.type == "cpu" else GPU_CONFIG
-    naive_kernel[(triton.cdiv(M, bm), triton.cdiv(N, bn))](
+    cfg = variant.config(a.device.type, a.dtype, config)
+    naive_kernel[(triton.cdiv(M, cfg["BM"]), triton.cdiv(N, cfg["BN"]))](
         a, b, c, M, N, K,
         a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-        BM=bm, BN=bn, ACC=dtypes.accumulator(a.dtype), num_warps=4,
+        BM=cfg["BM"], BN=cfg["BN"], ACC=dtypes.accumulator(a.dtype), num_warps=cfg["num_warps"],
     )
 
 
@@ -64,7 +67,7 @@ register(
         launch=launch,
         dtypes=ALL_DTYPES,
         precision="ieee",
-        blocks={"cpu": (CPU_CONFIG + (1,),), "cuda": (GPU_CONFIG + (1,),)},
+        configs=CONFIGS,
         origin="seed 000: the thread-level CUDA matmul, one small tile of C per program",
         description="rank-1 updates on CUDA cores, no tl.dot, 64-bit offsets",
     )

@@ -13,7 +13,8 @@ also stored with pointers where its inner extent is not a multiple of 16 bytes, 
 there overwrites the memory after each row up to the next 16-byte boundary (triton-lang/triton#11583).
 
 Scheduling is configurable: `launch(a, b, c, config=...)` takes one dict of the form of CPU_CONFIGS
-and GPU_CONFIGS (None = the first of the list for the device and input size).
+and GPU_CONFIGS (None = the first of the list for the device and input size); the suite draws them
+from the registry (CONFIGS).
 
 WARP_SPECIALIZE asks Triton for automatic warp specialization of the tile loop (a producer warp
 group issuing the TMA loads, a consumer one the MMAs). Triton 3.6 documents it for Blackwell only,
@@ -173,13 +174,7 @@ GPU_FP32_CONFIGS = [
     _config(128, 64, 32, 8, False, 4, 4),
 ]
 KEYS = tuple(CPU_CONFIGS[0])
-
-
-def configs(device_type: str, dtype: torch.dtype) -> list[dict]:
-    """The configurations for inputs of `dtype` on this device type, the default first."""
-    if device_type == "cpu":
-        return CPU_CONFIGS
-    return GPU_FP32_CONFIGS if dtype.itemsize == 4 else GPU_CONFIGS
+CONFIGS = {"cpu": tuple(CPU_CONFIGS), "cuda": tuple(GPU_CONFIGS), "cuda/fp32": tuple(GPU_FP32_CONFIGS)}
 
 
 def _checked(config: dict) -> dict:
@@ -227,10 +222,13 @@ def _allocate_scratch(size: int, alignment: int, stream):
 
 def make_launch(name: str, precision: str):
     def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config: dict | None = None) -> None:
-        M, N, K = operands.check(registry.get(name), a, b, c)
+        variant = registry.get(name)
+        M, N, K = operands.check(variant, a, b, c)
         if M == 0 or N == 0:
             return
-        cfg = configs(a.device.type, a.dtype)[0] if config is None else _checked(config)
+        if config is not None:
+            _checked(config)
+        cfg = variant.config(a.device.type, a.dtype, config)
         a_tma, a_col = _tma_layout(a)
         b_tma, b_col = _tma_layout(b)
         c_tma, c_col = _tma_layout(c)
@@ -253,15 +251,11 @@ def make_launch(name: str, precision: str):
     return launch
 
 
-def _tile(config: dict) -> tuple[int, int, int]:
-    return config["BM"], config["BN"], config["BK"]
-
-
 register_precisions(
     "persistent",
     make_launch,
     ALL_DTYPES,
-    blocks={"cpu": (_tile(CPU_CONFIGS[0]),), "cuda": (_tile(GPU_CONFIGS[0]), _tile(GPU_FP32_CONFIGS[0]))},
+    configs=CONFIGS,
     origin="seed 000 and Triton tutorial 09: a persistent matmul over the SMs through tensor descriptors",
     requirements=Requirements(max_offset=2**31 - 1),
     description="num_programs programs loop over tiles in grouped order; TMA where the operand allows, "

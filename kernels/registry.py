@@ -1,9 +1,15 @@
 """The table of facts about every kernel variant, read by the generic test machinery.
 
 Modelled on PyTorch's OpInfo: adding a variant is one file in `kernels/` that defines a kernel, a
-launcher `launch(a, b, c)` writing `a @ b` into the preallocated `c`, and one `register(Variant(...))`.
-Every property of the suite then covers it, aimed at its own block shape and limited to what it
-declares it supports.
+launcher `launch(a, b, c, config=None)` writing `a @ b` into the preallocated `c`, and one
+`register(Variant(...))`. Every property of the suite then covers it, aimed at its own block shapes,
+drawing from its own configuration space and limited to what it declares it supports.
+
+A variant's configuration space is a tuple of configurations per device type ("cpu" is the
+interpreter, "cuda" compiled; "cuda/fp32" and the like override it for one input dtype), the first
+being the default. A configuration is a dict of what the launcher lets vary: tile sizes BM, BN, BK,
+and where they apply num_warps, num_stages, GROUP_M, SPLIT_K, the program count, ... The strategies
+draw one per example (shrinking to the default); `launch(..., config=None)` runs the default.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from dataclasses import dataclass, field
 import torch
 
 BlockShape = tuple[int, int, int]  # (BM, BN, BK)
+Config = Mapping[str, object]
 
 # The input -> output dtypes most variants take: the output in the input's dtype.
 SAME_DTYPE = {torch.float16: (torch.float16,), torch.bfloat16: (torch.bfloat16,), torch.float32: (torch.float32,)}
@@ -35,12 +42,12 @@ class Requirements:
 @dataclass(frozen=True)
 class Variant:
     name: str
-    launch: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], None]
+    launch: Callable[..., None]  # launch(a, b, c, config=None)
     # input dtype -> output dtypes accepted for it (the first is the default output)
     dtypes: Mapping[torch.dtype, tuple[torch.dtype, ...]]
     precision: str  # what fp32 inputs get in tl.dot: "ieee" or "tf32"
-    # block shapes (BM, BN, BK) the launcher may use, per device type ("cpu" = interpreter, "cuda")
-    blocks: Mapping[str, tuple[BlockShape, ...]]
+    # configurations per device type ("cpu", "cuda", or "cuda/<input dtype>"), the first the default
+    configs: Mapping[str, tuple[Config, ...]]
     origin: str  # the seed document (and section) the kernel comes from
     requirements: Requirements = field(default_factory=Requirements)
     description: str = ""
@@ -56,29 +63,72 @@ class Variant:
     def __post_init__(self):
         if self.precision not in ("ieee", "tf32"):
             raise ValueError(f"variant {self.name!r}: precision must be 'ieee' or 'tf32', got {self.precision!r}")
-        for dev, shapes in self.blocks.items():
-            if dev not in ("cpu", "cuda") or not shapes or any(len(s) != 3 for s in shapes):
-                raise ValueError(f"variant {self.name!r}: blocks[{dev!r}] must be a non-empty tuple of (BM, BN, BK)")
+        for where, options in self.configs.items():
+            if where.split("/")[0] not in ("cpu", "cuda") or not options:
+                raise ValueError(f"variant {self.name!r}: configs[{where!r}] must be a non-empty tuple of "
+                                 "configurations for 'cpu', 'cuda' or 'cuda/<dtype>'")
+            for option in options:
+                if not {"BM", "BN", "BK"} <= set(option):
+                    raise ValueError(f"variant {self.name!r}: configuration {dict(option)} lacks BM, BN or BK")
 
-    @property
-    def input_dtypes(self) -> tuple[torch.dtype, ...]:
-        return tuple(self.dtypes)
+    def configs_for(self, device_type: str, dtype: torch.dtype | None = None) -> tuple[Config, ...]:
+        """The configurations the launcher takes on this device for this input dtype, default first."""
+        if dtype is not None:
+            from reference.formats import by_dtype
+
+            specific = self.configs.get(f"{device_type}/{by_dtype(dtype).name}")
+            if specific:
+                return specific
+        return self.configs.get(device_type) or next(iter(self.configs.values()))
+
+    def config(self, device_type: str, dtype: torch.dtype, chosen: Config | None = None) -> dict:
+        """The configuration to launch: the default, or `chosen` checked against the space's keys."""
+        default = dict(self.configs_for(device_type, dtype)[0])
+        if not chosen:
+            return default
+        unknown = set(chosen) - set(default)
+        if unknown:
+            raise ValueError(f"variant {self.name!r} has no configuration key(s) {', '.join(sorted(unknown))}; "
+                             f"its configurations set {', '.join(default)}")
+        return {**default, **chosen}
 
     def block_shapes(self, device_type: str) -> tuple[BlockShape, ...]:
-        return self.blocks.get(device_type) or next(iter(self.blocks.values()))
+        """Every (BM, BN, BK) of the device's configurations, for aiming shapes at tile boundaries."""
+        shapes = [(int(c["BM"]), int(c["BN"]), int(c["BK"]))
+                  for where, options in self.configs.items() if where.split("/")[0] == device_type for c in options]
+        return tuple(dict.fromkeys(shapes)) or tuple(
+            dict.fromkeys((int(c["BM"]), int(c["BN"]), int(c["BK"])) for c in next(iter(self.configs.values()))))
 
     def runs_on(self, backend: str) -> bool:
         return not (self.requirements.cuda and backend == "interpreter")
 
 
 _REGISTRY: dict[str, Variant] = {}
+_CAPTURE: list[list[Variant]] = []  # open capture() blocks, innermost last
 
 
 def register(variant: Variant) -> Variant:
+    """Add a variant to the registry (inside `capture()`, to the block's list instead)."""
+    if _CAPTURE:
+        _CAPTURE[-1].append(variant)
+        return variant
     if variant.name in _REGISTRY:
         raise ValueError(f"variant {variant.name!r} is registered twice")
     _REGISTRY[variant.name] = variant
     return variant
+
+
+class capture:
+    """`with capture() as found:` collects the variants a module registers while it is imported, without
+    registering them (a mutant is its parent module, edited and imported again)."""
+
+    def __enter__(self) -> list[Variant]:
+        _CAPTURE.append([])
+        return _CAPTURE[-1]
+
+    def __exit__(self, *exc) -> bool:
+        _CAPTURE.pop()
+        return False
 
 
 FP32_ONLY = {torch.float32: (torch.float32,)}

@@ -53,24 +53,32 @@ def round_into_c_kernel(ws_ptr, c_ptr, M, N, stride_cm, stride_cn, BM: tl.conste
     tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn, acc.to(c_ptr.dtype.element_ty), mask=mask)
 
 
-# (BM, BN, BK, SPLIT_K, num_warps, num_stages)
-CPU_CONFIG = (16, 16, 16, 3, 1, 1)
-GPU_CONFIG = {torch.float32: (64, 128, 32, 4, 4, 3)}
-GPU_DEFAULT = (64, 128, 64, 4, 4, 3)
+CONFIGS = {
+    "cpu": (dict(BM=16, BN=16, BK=16, SPLIT_K=3, num_warps=1, num_stages=1),
+            dict(BM=16, BN=16, BK=16, SPLIT_K=2, num_warps=1, num_stages=1),
+            dict(BM=32, BN=16, BK=16, SPLIT_K=4, num_warps=1, num_stages=1)),
+    "cuda": (dict(BM=64, BN=128, BK=64, SPLIT_K=4, num_warps=4, num_stages=3),
+             dict(BM=64, BN=64, BK=64, SPLIT_K=8, num_warps=4, num_stages=3),
+             dict(BM=128, BN=128, BK=32, SPLIT_K=2, num_warps=8, num_stages=4)),
+    "cuda/fp32": (dict(BM=64, BN=128, BK=32, SPLIT_K=4, num_warps=4, num_stages=3),
+                  dict(BM=64, BN=64, BK=32, SPLIT_K=8, num_warps=4, num_stages=4)),
+}
 
 
 def make_launch(name: str, precision: str):
-    def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
-        M, N, K = operands.check(registry.get(name), a, b, c)
+    def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config=None) -> None:
+        variant = registry.get(name)
+        M, N, K = operands.check(variant, a, b, c)
         if M == 0 or N == 0:
             return
-        bm, bn, bk, split, warps, stages = CPU_CONFIG if a.device.type == "cpu" else GPU_CONFIG.get(a.dtype, GPU_DEFAULT)
+        cfg = variant.config(a.device.type, a.dtype, config)
+        bm, bn = cfg["BM"], cfg["BN"]
         workspace = torch.zeros((M, N), dtype=dtypes.accumulator_torch(a.dtype), device=a.device)
-        split_k_kernel[(triton.cdiv(M, bm) * triton.cdiv(N, bn), split)](
+        split_k_kernel[(triton.cdiv(M, bm) * triton.cdiv(N, bn), cfg["SPLIT_K"])](
             a, b, workspace, M, N, K,
             a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-            BM=bm, BN=bn, BK=bk, SPLIT_K=split, PRECISION=precision, ACC=dtypes.accumulator(a.dtype),
-            num_warps=warps, num_stages=stages,
+            BM=bm, BN=bn, BK=cfg["BK"], SPLIT_K=cfg["SPLIT_K"], PRECISION=precision, ACC=dtypes.accumulator(a.dtype),
+            num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
         )
         round_into_c_kernel[(triton.cdiv(M, bm), triton.cdiv(N, bn))](
             workspace, c, M, N, c.stride(0), c.stride(1), BM=bm, BN=bn,
@@ -83,7 +91,7 @@ register_precisions(
     "split_k",
     make_launch,
     ALL_DTYPES,
-    blocks={"cpu": (CPU_CONFIG[:3],), "cuda": (GPU_DEFAULT[:3], GPU_CONFIG[torch.float32][:3])},
+    configs=CONFIGS,
     origin="split-K GEMM (K divided among programs, partials combined with atomics in fp32)",
     requirements=Requirements(max_offset=2**31 - 1),
     description="SPLIT_K programs per tile, fp32 atomic workspace, then a rounding pass into C",

@@ -91,28 +91,37 @@ def stream_k_kernel(
         it_end = tile_first + k_first
 
 
-# (BM, BN, BK, num_warps, num_stages); the interpreter uses 3 programs so shares split tiles
-CPU_CONFIG = (16, 16, 16, 1, 1)
-CPU_PROGRAMS = 3
-GPU_CONFIG = {torch.float32: (128, 128, 32, 8, 3)}
-GPU_DEFAULT = (128, 128, 64, 8, 3)
+# `programs` is the persistent grid's size (None: the GPU's SM count); the interpreter's default
+# 3 programs make shares split tiles
+CONFIGS = {
+    "cpu": (dict(BM=16, BN=16, BK=16, programs=3, num_warps=1, num_stages=1),
+            dict(BM=16, BN=16, BK=16, programs=2, num_warps=1, num_stages=1),
+            dict(BM=32, BN=16, BK=16, programs=5, num_warps=1, num_stages=1)),
+    "cuda": (dict(BM=128, BN=128, BK=64, programs=None, num_warps=8, num_stages=3),
+             dict(BM=128, BN=128, BK=64, programs=100, num_warps=8, num_stages=3),
+             dict(BM=64, BN=64, BK=32, programs=None, num_warps=4, num_stages=4)),
+    "cuda/fp32": (dict(BM=128, BN=128, BK=32, programs=None, num_warps=8, num_stages=3),
+                  dict(BM=64, BN=64, BK=32, programs=77, num_warps=4, num_stages=4)),
+}
 
 
-def programs(device: torch.device) -> int:
-    if device.type == "cpu":
-        return CPU_PROGRAMS
+def programs(device: torch.device, chosen: int | None) -> int:
+    if chosen is not None:
+        return chosen
     return torch.cuda.get_device_properties(device).multi_processor_count
 
 
 def make_launch(name: str, precision: str):
-    def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
-        M, N, K = operands.check(registry.get(name), a, b, c)
+    def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config=None) -> None:
+        variant = registry.get(name)
+        M, N, K = operands.check(variant, a, b, c)
         if M == 0 or N == 0:
             return
-        bm, bn, bk, warps, stages = CPU_CONFIG if a.device.type == "cpu" else GPU_CONFIG.get(a.dtype, GPU_DEFAULT)
+        cfg = variant.config(a.device.type, a.dtype, config)
+        bm, bn, bk = cfg["BM"], cfg["BN"], cfg["BK"]
         iters_per_tile = max(1, triton.cdiv(K, bk))  # K = 0 still needs one (all-masked) pass to write zeros
         total = triton.cdiv(M, bm) * triton.cdiv(N, bn) * iters_per_tile
-        grid = min(programs(a.device), total)
+        grid = min(programs(a.device, cfg["programs"]), total)
         iters_per_program = triton.cdiv(total, grid)
         partials = torch.empty((grid, bm, bn), dtype=dtypes.accumulator_torch(a.dtype), device=a.device)
         flags = torch.zeros((grid,), dtype=torch.int32, device=a.device)
@@ -121,7 +130,7 @@ def make_launch(name: str, precision: str):
             a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
             iters_per_tile, iters_per_program,
             BM=bm, BN=bn, BK=bk, PRECISION=precision, ACC=dtypes.accumulator(a.dtype),
-            num_warps=warps, num_stages=stages,
+            num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
         )
 
     return launch
@@ -131,7 +140,7 @@ register_precisions(
     "stream_k",
     make_launch,
     ALL_DTYPES,
-    blocks={"cpu": (CPU_CONFIG[:3],), "cuda": (GPU_DEFAULT[:3], GPU_CONFIG[torch.float32][:3])},
+    configs=CONFIGS,
     origin="Stream-K (CUTLASS, tritonbench): K-iterations of all tiles split evenly over a persistent grid",
     requirements=Requirements(max_offset=2**31 - 1),
     description="persistent grid, even split of K-iterations, partial tiles fixed up through a workspace",

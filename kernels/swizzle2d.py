@@ -55,22 +55,29 @@ def swizzle2d_kernel(
 
 
 # (block_m, block_n, block_k, group_m, num_warps, num_stages): seed 001's first configuration on the GPU
-CPU_CONFIG = (16, 32, 16, 2, 1, 1)
-GPU_CONFIG = {torch.float32: (128, 128, 32, 8, 8, 3)}
-GPU_DEFAULT = (128, 256, 64, 8, 8, 3)
+CONFIGS = {
+    "cpu": (dict(BM=16, BN=32, BK=16, GROUP_M=2, num_warps=1, num_stages=1),
+            dict(BM=16, BN=16, BK=16, GROUP_M=3, num_warps=1, num_stages=1)),
+    "cuda": (dict(BM=128, BN=256, BK=64, GROUP_M=8, num_warps=8, num_stages=3),
+             dict(BM=128, BN=128, BK=32, GROUP_M=4, num_warps=4, num_stages=4),
+             dict(BM=64, BN=128, BK=32, GROUP_M=2, num_warps=4, num_stages=4)),
+    "cuda/fp32": (dict(BM=128, BN=128, BK=32, GROUP_M=8, num_warps=8, num_stages=3),
+                  dict(BM=64, BN=64, BK=32, GROUP_M=4, num_warps=4, num_stages=4)),
+}
 
 
 def make_launch(name: str, precision: str):
-    def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
-        M, N, K = operands.check(registry.get(name), a, b, c)
+    def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config=None) -> None:
+        variant = registry.get(name)
+        M, N, K = operands.check(variant, a, b, c)
         if M == 0 or N == 0:
             return
-        bm, bn, bk, group, warps, stages = CPU_CONFIG if a.device.type == "cpu" else GPU_CONFIG.get(a.dtype, GPU_DEFAULT)
-        swizzle2d_kernel[(triton.cdiv(M, bm), triton.cdiv(N, bn))](
+        cfg = variant.config(a.device.type, a.dtype, config)
+        swizzle2d_kernel[(triton.cdiv(M, cfg["BM"]), triton.cdiv(N, cfg["BN"]))](
             a, b, c, M, N, K,
             a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-            block_m=bm, block_n=bn, block_k=bk, group_m=group, PRECISION=precision, ACC=dtypes.accumulator(a.dtype),
-            num_warps=warps, num_stages=stages,
+            block_m=cfg["BM"], block_n=cfg["BN"], block_k=cfg["BK"], group_m=cfg["GROUP_M"], PRECISION=precision,
+            ACC=dtypes.accumulator(a.dtype), num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
         )
 
     return launch
@@ -80,7 +87,7 @@ register_precisions(
     "swizzle2d",
     make_launch,
     ALL_DTYPES,
-    blocks={"cpu": (CPU_CONFIG[:3],), "cuda": (GPU_DEFAULT[:3], GPU_CONFIG[torch.float32][:3])},
+    configs=CONFIGS,
     origin="seed 001: sm8x GEMM with tl.swizzle2d and tl.assume, all layouts",
     requirements=Requirements(max_offset=2**31 - 1, positive_strides=True),
     description="2-D grid remapped by tl.swizzle2d",

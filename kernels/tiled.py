@@ -49,31 +49,31 @@ def tiled_kernel(
     )
 
 
-# (BM, BN, BK, num_warps, num_stages). The interpreter runs programs one after another, so its
-# tiles are small and asymmetric (a swapped M/N shows); on the GPU, 128 x 256 x 64 (fp32: 128 x 128 x 32).
-CPU_CONFIG = (16, 32, 16, 1, 1)
-GPU_CONFIG = {torch.float32: (128, 128, 32, 8, 3)}
-GPU_DEFAULT = (128, 256, 64, 8, 3)
-
-
-def config(a: torch.Tensor) -> tuple[int, int, int, int, int]:
-    if a.device.type == "cpu":
-        return CPU_CONFIG
-    return GPU_CONFIG.get(a.dtype, GPU_DEFAULT)
+# The interpreter runs programs one after another, so its tiles are small and asymmetric (a swapped
+# M/N shows); on the GPU, 128 x 256 x 64 (fp32: 128 x 128 x 32), and smaller tiles with deeper
+# pipelines (num_stages >= 3 is where triton-lang/triton#10474 lived).
+CONFIGS = {
+    "cpu": (dict(BM=16, BN=32, BK=16, num_warps=1, num_stages=1), dict(BM=32, BN=16, BK=32, num_warps=1, num_stages=1),
+            dict(BM=16, BN=16, BK=16, num_warps=2, num_stages=1)),
+    "cuda": (dict(BM=128, BN=256, BK=64, num_warps=8, num_stages=3), dict(BM=128, BN=128, BK=64, num_warps=4, num_stages=4),
+             dict(BM=64, BN=64, BK=32, num_warps=4, num_stages=5), dict(BM=128, BN=64, BK=32, num_warps=4, num_stages=3)),
+    "cuda/fp32": (dict(BM=128, BN=128, BK=32, num_warps=8, num_stages=3), dict(BM=64, BN=64, BK=32, num_warps=4, num_stages=4)),
+}
 
 
 def make_launch(name: str, precision: str):
-    def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
-        M, N, K = operands.check(registry.get(name), a, b, c)
+    def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config=None) -> None:
+        variant = registry.get(name)
+        M, N, K = operands.check(variant, a, b, c)
         if M == 0 or N == 0:
             return
-        bm, bn, bk, warps, stages = config(a)
-        grid = (triton.cdiv(M, bm), triton.cdiv(N, bn))
+        cfg = variant.config(a.device.type, a.dtype, config)
+        grid = (triton.cdiv(M, cfg["BM"]), triton.cdiv(N, cfg["BN"]))
         tiled_kernel[grid](
             a, b, c, M, N, K,
             a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-            BM=bm, BN=bn, BK=bk, PRECISION=precision, ACC=dtypes.accumulator(a.dtype),
-            num_warps=warps, num_stages=stages,
+            BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], PRECISION=precision, ACC=dtypes.accumulator(a.dtype),
+            num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
         )
 
     return launch
@@ -83,7 +83,7 @@ register_precisions(
     "tiled",
     make_launch,
     ALL_DTYPES,
-    blocks={"cpu": (CPU_CONFIG[:3],), "cuda": (GPU_DEFAULT[:3], GPU_CONFIG[torch.float32][:3])},
+    configs=CONFIGS,
     origin="seed 002: the canonical tiled matmul (five sections, masks on three axes)",
     requirements=Requirements(max_offset=2**31 - 1),
     description="2-D grid, one tile of C per program",

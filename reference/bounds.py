@@ -5,7 +5,9 @@ length K accumulated in a format with unit roundoff u, in any order, is within g
 the exact value, gamma_K = K u / (1 - K u). Around that sit:
 
   input rounding   tf32 rounds each fp32 operand: a' = a (1 + d), |d| <= u_in, so each product is
-                   off by (2 u_in + u_in**2) |a||b| before accumulation;
+                   off by (2 u_in + u_in**2) |a||b| before accumulation; and an operand below fp32's
+                   smallest normal may become 0 (truncated, or flushed), an absolute error of at most
+                   t = 2**-126 each: t (sum_k |a_ik| + sum_k |b_kj|) + K t**2 more;
   underflow        each of the 2K accumulation steps may lose an absolute `acc_tiny` (a flushed
                    subnormal), so (2K + 1) acc_tiny more;
   the reference    numpy's float64 product is itself within gamma_K(2**-53) |A|.|B| of exact;
@@ -19,6 +21,7 @@ Nothing here is tuned: every term is a worst case, so a correct kernel never exc
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,7 +45,10 @@ class Arithmetic:
     acc_u: float  # unit roundoff of accumulation
     acc_tiny: float  # absolute error one underflowing accumulation step may add
     exact_bits: int  # sums of integers up to 2**exact_bits are computed exactly
-    input_exact_limit: int  # integer operands up to this survive input rounding
+    input_exact_limit: float  # integer operands up to this survive input rounding (inf: no input rounding)
+    # an operand smaller than this may become 0 in input rounding (tf32: fp32 subnormals, which the
+    # truncation or a flush to zero can lose entirely); 0: none
+    input_tiny: float = 0.0
 
     @property
     def is_exact(self) -> bool:
@@ -74,15 +80,12 @@ def arithmetic(input_dtype: str, precision: str = "ieee") -> Arithmetic:
         return Arithmetic("int32", 0.0, int32, 0.0, 0.0, 31, int(fmt.max))
     if fmt.name.startswith("fp8"):
         return Arithmetic(f"{fmt.name}-hopper-acc", 0.0, FP32_ACC, 2.0**-FP8_ACC_BITS, FP32_ACC.min_normal,
-                          FP8_ACC_BITS, fmt.exact_integer_limit)
+                          FP8_ACC_BITS, math.inf)
     if fmt.name == "fp32" and precision == "tf32":
-        return Arithmetic(
-            "tf32", TF32_INPUT_U, FP32_ACC, TENSOR_CORE_ACC_U, FP32_ACC.min_normal, FP32_ACC.p, TF32.exact_integer_limit
-        )
-    return Arithmetic(
-        f"{fmt.name}-fp32acc", 0.0, FP32_ACC, TENSOR_CORE_ACC_U, FP32_ACC.min_normal, FP32_ACC.p,
-        fmt.exact_integer_limit,
-    )
+        return Arithmetic("tf32", TF32_INPUT_U, FP32_ACC, TENSOR_CORE_ACC_U, FP32_ACC.min_normal, FP32_ACC.p,
+                          TF32.exact_integer_limit, FP32_ACC.min_normal)
+    return Arithmetic(f"{fmt.name}-fp32acc", 0.0, FP32_ACC, TENSOR_CORE_ACC_U, FP32_ACC.min_normal, FP32_ACC.p,
+                      math.inf)
 
 
 def exact_sum_bits(input_dtype: str) -> int:
@@ -105,18 +108,25 @@ def elementwise(product: Product, k: int, arith: Arithmetic, out: Format) -> np.
     g_acc = gamma(k, arith.acc_u)
     e_in = 2 * arith.input_u + arith.input_u**2
     err_acc = (e_in + (1 + e_in) * g_acc) * P + (2 * k + 1) * (1 + g_acc) * arith.acc_tiny
+    if arith.input_tiny:  # an operand that may round to 0 loses its whole product: |a| tiny + tiny |b| each
+        rows, cols = product.abs_sums
+        err_acc = err_acc + (1 + g_acc) * (arith.input_tiny * (rows[:, None] + cols[None, :]) + k * arith.input_tiny**2)
     err_ref = gamma(k, U64) * P
     s_max = np.abs(np.nan_to_num(product.value, nan=0.0, posinf=0.0, neginf=0.0)) + err_ref + err_acc
     return (err_ref + err_acc + out.u * s_max + out.min_subnormal / 2) * _EVAL_SLACK
 
 
-def exact_expected(product: Product, arith: Arithmetic) -> bool:
-    """Must every correct kernel return exactly round(A@B) here? True when the inputs are integers
-    that survive input rounding and every partial sum is an integer the accumulator holds exactly."""
-    if not product.integer_inputs or product.max_abs_input > arith.input_exact_limit:
-        return False
+def exact_expected(product: Product, arith: Arithmetic) -> np.ndarray:
+    """Per element: must every correct kernel return exactly round(A@B) there? Yes where the row of A
+    and the column of B are integers that survive input rounding and every partial sum is an integer
+    the accumulator holds exactly (elements of other rows and columns do not matter)."""
     P = product.magnitude
-    return bool(P.size == 0 or P.max() <= 2.0**arith.exact_bits)
+    if product.row_integers is None:  # built by hand: the whole product's facts
+        whole = product.integer_inputs and product.max_abs_input <= arith.input_exact_limit
+        return np.full(P.shape, whole) & (P <= 2.0**arith.exact_bits)
+    rows = product.row_integers <= arith.input_exact_limit
+    cols = product.col_integers <= arith.input_exact_limit
+    return rows[:, None] & cols[None, :] & (P <= 2.0**arith.exact_bits)
 
 
 @dataclass(frozen=True)
@@ -126,12 +136,15 @@ class Allowance:
 
     expected: np.ndarray  # float64; may hold NaN and +-Inf, which then must be matched
     bound: np.ndarray  # |C - expected| <= bound where both are finite
-    exact: bool  # bit-exact: C == expected (NaN matching NaN)
+    exact: np.ndarray  # bool per element: there C == expected, bit for bit (NaN matching NaN)
     pos_inf: np.ndarray  # +Inf is acceptable here
     neg_inf: np.ndarray  # -Inf is acceptable here
     nan: np.ndarray  # NaN is acceptable here
     free: np.ndarray | None = None  # not judged (e.g. a relation where a run may legitimately overflow)
     reference: np.ndarray | None = None  # the float64 product itself (exact cases: before rounding)
+
+    def __post_init__(self):  # `exact` may be given as one bool for every element
+        object.__setattr__(self, "exact", np.broadcast_to(np.asarray(self.exact, dtype=bool), np.shape(self.expected)))
 
     def ambiguous(self) -> np.ndarray:
         """Where more than one class of value (finite, +Inf, -Inf, NaN) is acceptable: two correct
@@ -143,7 +156,8 @@ class Allowance:
 def allowance(product: Product, k: int, arith: Arithmetic, out: Format) -> Allowance:
     """What every correct kernel computing `product` with `arith` into `out` may return.
 
-    Exact cases: the float64 product rounded once to C's dtype, bit for bit. Otherwise, per element:
+    Where exact (exact_expected): the float64 product rounded once to C's dtype, bit for bit.
+    Elsewhere:
       reference NaN     NaN, and only NaN;
       reference +-Inf   that infinity; NaN too only where the finite products of the opposite sign can
                         themselves overflow the accumulator (Inf - Inf);
@@ -155,10 +169,8 @@ def allowance(product: Product, k: int, arith: Arithmetic, out: Format) -> Allow
     allowances follow the signs of the terms: an all-positive sum never gives -Inf or NaN."""
     bound = elementwise(product, k, arith, out)
     value = product.value
-    if exact_expected(product, arith):
-        none = np.zeros(value.shape, dtype=bool)
-        rounded = np.asarray(torch.from_numpy(value).to(out.dtype).to(torch.float64))
-        return Allowance(rounded, bound, True, none, none, none, reference=value)
+    exact = exact_expected(product, arith)
+    expected = np.where(exact, np.asarray(torch.from_numpy(value).to(out.dtype).to(torch.float64)), value)
     finite = np.isfinite(value)
     if arith.acc.is_float:
         limit = arith.acc.overflow_threshold
@@ -175,4 +187,6 @@ def allowance(product: Product, k: int, arith: Arithmetic, out: Format) -> Allow
         pos_inf = (finite & ((value + bound >= result_limit) | up)) | np.isposinf(value)
         neg_inf = (finite & ((value - bound <= -result_limit) | down)) | np.isneginf(value)
     nan = np.isnan(value) | (finite & up & down) | (np.isposinf(value) & down) | (np.isneginf(value) & up)
-    return Allowance(value, bound, False, pos_inf, neg_inf, nan, reference=value)
+    if arith.input_tiny:  # an Inf times an operand that input rounding may turn into 0 gives NaN
+        nan |= ~np.isnan(value) & ~finite & product.inf_meets_tiny(arith.input_tiny)
+    return Allowance(expected, bound, exact, pos_inf & ~exact, neg_inf & ~exact, nan & ~exact, reference=value)

@@ -30,7 +30,22 @@ class Product:
     # A and B with their non-finite entries zeroed (for the sign parts, computed when asked for)
     finite_a: np.ndarray | None = field(default=None, repr=False, compare=False)
     finite_b: np.ndarray | None = field(default=None, repr=False, compare=False)
+    # per row of A (column of B): the largest |entry| where all its entries are finite integers, else NaN
+    row_integers: np.ndarray | None = field(default=None, repr=False, compare=False)
+    col_integers: np.ndarray | None = field(default=None, repr=False, compare=False)
+    inputs: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)  # A, B as given
 
+    @cached_property
+    def abs_sums(self) -> tuple[np.ndarray, np.ndarray]:
+        """sum_k |a_ik| per row of A and sum_k |b_kj| per column of B, over finite entries."""
+        return np.abs(self.finite_a).sum(axis=1), np.abs(self.finite_b).sum(axis=0)
+
+    def inf_meets_tiny(self, tiny: float) -> np.ndarray:
+        """Where some Inf of A or B multiplies a non-zero entry of magnitude below `tiny` (one that
+        input rounding may turn into 0, making the product NaN)."""
+        a, b = self.inputs
+        small_a, small_b = (np.abs(a) < tiny) & (a != 0), (np.abs(b) < tiny) & (b != 0)
+        return ((np.isinf(a).astype(np.float64) @ small_b) + (small_a.astype(np.float64) @ np.isinf(b))) > 0
     @cached_property
     def positive(self) -> np.ndarray:
         """sum over k of max(a_ik b_kj, 0) over finite products: no partial sum exceeds it."""
@@ -55,13 +70,22 @@ def to_float64(t: torch.Tensor) -> np.ndarray:
     return t.detach().to(device="cpu", dtype=torch.float64).numpy()
 
 
+def _integer_maxima(x: np.ndarray, axis: int) -> np.ndarray:
+    """Along `axis`: the largest |entry| where every entry is a finite integer, else NaN (so that no
+    limit admits it)."""
+    with np.errstate(invalid="ignore"):
+        integral = np.isfinite(x) & (x == np.round(x))
+    return np.where(integral.all(axis=axis), np.abs(np.where(integral, x, 0.0)).max(axis=axis, initial=0.0), np.nan)
+
+
 def product(a: torch.Tensor, b: torch.Tensor) -> Product:
     A, B = to_float64(a), to_float64(b)
     finite_a, finite_b = np.isfinite(A), np.isfinite(B)
-    integers = bool(finite_a.all() and finite_b.all() and np.all(A == np.round(A)) and np.all(B == np.round(B)))
+    rows, cols = _integer_maxima(A, 1), _integer_maxima(B, 0)
+    integers = bool(np.isfinite(rows).all() and np.isfinite(cols).all())
     largest = max([np.abs(x[np.isfinite(x)]).max(initial=0.0) for x in (A, B)])
     if finite_a.all() and finite_b.all():
-        return Product(A @ B, np.abs(A) @ np.abs(B), integers, largest, A, B)
+        return Product(A @ B, np.abs(A) @ np.abs(B), integers, largest, A, B, rows, cols, (A, B))
     a0, b0 = np.where(finite_a, A, 0.0), np.where(finite_b, B, 0.0)
     value = a0 @ b0
     magnitude = np.abs(a0) @ np.abs(b0)
@@ -81,4 +105,4 @@ def product(a: torch.Tensor, b: torch.Tensor) -> Product:
     value = np.where(plus, np.inf, value)
     value = np.where(minus, -np.inf, value)
     value = np.where(nan, np.nan, value)
-    return Product(value, magnitude, False, largest, a0, b0)
+    return Product(value, magnitude, False, largest, a0, b0, rows, cols, (A, B))

@@ -4,6 +4,7 @@ fixed and re-probed; on a GPU the emulation constants are checked against the ha
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
 
@@ -42,6 +43,7 @@ def test_interpreter_probes_pass_after_the_fixes(backend):
     assert fixes.loop_bounds_work()
     assert fixes.masked_off_lanes_are_poisoned()
     assert fixes.fp8_widening_is_exact()
+    assert fixes.explicit_rounding_is_faithful()
     assert any("#11584" in e for e in backend.emulations) or fixes.bf16_dot_is_exact()
 
 
@@ -58,6 +60,18 @@ def test_the_gpu_rounds_fp32_to_bf16_to_nearest_even(backend):
 @pytest.mark.gpu
 def test_the_gpu_widens_every_fp8_pattern_exactly_in_a_dot(backend):
     assert fixes.fp8_widening_is_exact(backend.device)
+
+
+@pytest.mark.gpu
+def test_the_gpu_rounds_explicit_downcasts_the_way_the_interpreter_emulates(backend):
+    assert fixes.explicit_rounding_is_faithful(backend.device)
+
+
+def test_round_fp32_toward_zero_keeps_overflow_finite():
+    x = np.array([65520.0, 1e6, -1e6, 2049.0, 2051.0, np.inf], dtype=np.float32)
+    assert fixes.round_fp32(x, torch.float16, toward_zero=True).tolist() == [65504, 65504, -65504, 2048, 2050, np.inf]
+    assert fixes.round_fp32(x, torch.float16, toward_zero=False).tolist() == [np.inf, np.inf, -np.inf, 2048, 2052,
+                                                                              np.inf]
 
 
 @pytest.mark.gpu

@@ -15,7 +15,7 @@ layouts = st.builds(Layout, order=st.sampled_from(["row", "col"]), pad=st.intege
 cases = st.builds(GemmCase, M=st.integers(0, 9), N=st.integers(0, 9), K=st.integers(0, 9),
                   dtype=st.sampled_from(["fp16", "bf16", "fp32"]), out_dtype=st.just("fp32"), a=layouts, b=layouts,
                   c=layouts.map(lambda lay: Layout(lay.order, lay.pad, lay.step, lay.offset)),
-                  profile=st.sampled_from(profiles.PROFILES), seed=st.integers(0, 2**16))
+                  profile=st.sampled_from(profiles.PROFILES), specials=st.booleans(), seed=st.integers(0, 2**16))
 
 
 @given(cases)
@@ -41,7 +41,7 @@ def test_surroundings_hold_poison_and_sentinels(case):
     ops = materialize(case)
     for g in (ops.a, ops.b):
         assert torch.isnan(g.buffer[torch.from_numpy(~g.elements)]).all()
-        assert case.profile == "specials" or not torch.isnan(g.view).any()
+        assert case.specials or not torch.isnan(g.view).any()
     out = by_name(case.out_dtype)
     c_bits = bits_of(ops.c.buffer)
     assert np.all(c_bits[ops.c.elements] == unwritten_bits(out))
@@ -75,7 +75,7 @@ def test_refuses_invalid_cases():
         GemmCase(1, 1, 1, "fp16", "fp16", c=Layout(broadcast="rows"))
     with pytest.raises(ValueError, match="value profile 'zeros' does not apply to fp16 inputs; expected one of ones"):
         GemmCase(1, 1, 1, "fp16", "fp16", profile="zeros")
-    with pytest.raises(ValueError, match="value profile 'specials' does not apply to int8 inputs"):
-        GemmCase(1, 1, 1, "int8", "int32", profile="specials")
+    with pytest.raises(ValueError, match="int8 inputs have no NaN or Inf: specials apply to float inputs only"):
+        GemmCase(1, 1, 1, "int8", "int32", specials=True)
     with pytest.raises(ValueError, match="layout order must be 'row' or 'col'"):
         Layout("diagonal")

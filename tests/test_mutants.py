@@ -113,6 +113,25 @@ def test_the_launcher_still_refuses_bad_operands(mutant, backend):
     assert torch.count_nonzero(c) == 0
 
 
+def test_a_mutant_is_its_parent_plus_marked_edits():
+    """The generated source is the parent's with each edit applied once, its lines marked."""
+    import inspect
+
+    mutant = kernels.mutants.get("tiled_k_mask_off_by_one")
+    planted = inspect.getsource(inspect.getmodule(mutant.variant.launch))
+    parent = inspect.getsource(inspect.getmodule(kernels.get("tiled").launch))
+    assert planted.count("# planted: tiled_k_mask_off_by_one") == 2
+    changed = [line for line in planted.splitlines() if line not in parent.splitlines()]
+    assert len(changed) == 2 and all("<= K" in line for line in changed)
+
+
+def test_an_edit_that_no_longer_matches_its_parent_fails_loudly():
+    with pytest.raises(kernels.mutants.PlantingError, match="expects 'no such text' exactly once .* found 0 time"):
+        kernels.mutants.edited("source", [kernels.mutants.Edit("no such text", "x")], "broken")
+    with pytest.raises(kernels.mutants.PlantingError, match="found 2 time"):
+        kernels.mutants.edited("a a", [kernels.mutants.Edit("a", "b")], "ambiguous")
+
+
 def test_mutants_are_not_variants():
     names = {v.name for v in kernels.variants()}
     assert not names & {m.name for m in MUTANTS}
@@ -123,5 +142,6 @@ def test_the_registry_is_complete():
     for m in MUTANTS:
         assert m.bug and "\n" not in m.bug and m.why and "\n" not in m.why
         assert m.caught_as in failures.GemmFailure._registry, f"{m.name}: unknown failure {m.caught_as}"
-        assert mutation.expected_case(m).dtype in ("fp16", "bf16", "fp32", "int8")
+        assert mutation.expected_case(m).dtype in ("fp16", "bf16", "fp32", "fp8e4m3", "fp8e5m2", "int8")
+        assert m.dtype in {d.split("->")[0] for d in m.all_dtypes}
         assert (m.shrinks_to is None) == (not m.shrinks_to_why)

@@ -39,7 +39,7 @@ def test_an_exact_case_passes_the_rounded_reference_and_fails_one_ulp_off():
     _right(ops)
     assert oracles.against_reference(ops, "ieee").exact
     ops.c.view[2, 3] = torch.nextafter(ops.c.view[2, 3], torch.tensor(np.inf, dtype=torch.float16))
-    with pytest.raises(failures.NotBitExact, match=r"C\[2, 3\] = .* is exactly .*; 1 of 35 elements differ"):
+    with pytest.raises(failures.NotBitExact, match=r"C\[2, 3\] = .* is exactly .*; 1 of 35 elements are wrong"):
         oracles.against_reference(ops, "ieee")
 
 
@@ -102,7 +102,8 @@ def test_a_partial_sum_past_the_accumulator_range_allows_what_its_signs_allow():
     allow = _allowance([[big, big, -big, -big], [1.0, 1.0, 1.0, 1.0]], [[1.0], [1.0], [1.0], [1.0]], "bf16", "bf16")
     for first in (np.inf, -np.inf, np.nan, 0.0):
         _judge([[first], [4.0]], allow)
-    with pytest.raises(failures.ValueOutOfBound, match=r"C\[1, 0\] = inf"):  # |A||B| is small in row 1: no excuse
+    # |A||B| is small in row 1, all integers: exact there, no excuse
+    with pytest.raises(failures.NotBitExact, match=r"C\[1, 0\] = inf where the float64 reference is exactly 4"):
         _judge([[0.0], [np.inf]], allow)
 
 
@@ -169,3 +170,29 @@ def test_failures_travel_whole_between_processes():
     again = failures.GemmFailure.from_dict(error.to_dict())
     assert type(again) is failures.ValueOutOfBound and again.kind == "value out of bound"
     assert again.index == [0, 1] and again.got == 3.0 and str(again) == str(error)
+
+
+def test_exactness_is_judged_element_by_element():
+    """A NaN or a fraction in one row of A takes only that row off the exact path: the others must
+    still be bit-exact (an accumulator too narrow for them shows there)."""
+    a = [[1.0, np.nan], [3.0, 4.0], [0.5, 1.0]]
+    allow = _allowance(a, [[1.0], [2.0]])
+    assert allow.exact.tolist() == [[False], [True], [False]]
+    _judge([[np.nan], [11.0], [2.5]], allow)
+    with pytest.raises(failures.NotBitExact, match=r"C\[1, 0\] = 11.0078125 where the float64 reference is exactly 11"):
+        _judge([[np.nan], [11.0078125], [2.5]], allow)
+    _judge([[np.nan], [11.0], [2.5 + 2**-11]], allow)  # within the bound where inexact
+
+
+def test_a_tf32_operand_below_the_smallest_normal_may_vanish_and_nowhere_else():
+    """tf32 rounding truncates (or a tensor core flushes) an fp32 subnormal: its product may be lost
+    whole, and Inf times it may be NaN. The ieee class keeps both exact."""
+    tiny = 2.0**-140
+    a = [[2.0**100, np.inf], [2.0**100, 1.0]]
+    b = [[tiny], [tiny]]
+    tf32 = _allowance(a, b, "fp32", "fp32", "tf32")
+    ieee = _allowance(a, b, "fp32", "fp32", "ieee")
+    _judge([[np.nan], [0.0]], tf32)  # 2**100 * tiny lost, Inf * 0 = NaN: legitimate in tf32
+    for wrong in ([[np.nan], [2.0**-40]], [[np.inf], [0.0]]):
+        with pytest.raises(failures.ValueOutOfBound):
+            _judge(wrong, ieee)

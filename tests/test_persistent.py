@@ -66,7 +66,7 @@ def test_each_interpreter_configuration_is_right(index, dtype, backend):
 
 
 def test_the_tf32_variant_takes_configurations(backend):
-    config = persistent.configs(backend.device.type, torch.float32)[-1]
+    config = kernels.get("persistent").configs_for(backend.device.type, torch.float32)[-1]
     _check_all("persistent_tf32", config, "fp32", CPU_SHAPE if backend.interpreted else GPU_SHAPE, backend)
 
 
@@ -92,7 +92,7 @@ def test_each_gpu_fp32_configuration_is_right(index, variant, backend):
     ({"WARP_SPECIALIZE": True, "FLATTEN": True}, r"config\['WARP_SPECIALIZE'\] needs FLATTEN=False"),
 ])
 def test_a_malformed_configuration_is_refused(change, message, backend):
-    config = {**persistent.configs(backend.device.type, torch.float16)[0], **change}
+    config = {**kernels.get("persistent").configs_for(backend.device.type, torch.float16)[0], **change}
     a = torch.ones(4, 5, dtype=torch.float16, device=backend.device)
     b = torch.ones(5, 6, dtype=torch.float16, device=backend.device)
     c = torch.zeros(4, 6, dtype=torch.float16, device=backend.device)

@@ -17,11 +17,11 @@ from properties.run import examples
 
 def _fake(name: str, compute, deterministic: bool = True) -> Variant:
     """A variant computed by torch: `compute(a, b) -> float64 C`, rounded once into c."""
-    def launch(a, b, c):
+    def launch(a, b, c, config=None):
         operands.check(variant, a, b, c)
         c.copy_(compute(a.double(), b.double()).to(c.dtype))
 
-    variant = Variant(name, launch, ALL_DTYPES, "ieee", {"cpu": ((16, 16, 16),)}, "a test double",
+    variant = Variant(name, launch, ALL_DTYPES, "ieee", {"cpu": (dict(BM=16, BN=16, BK=16),)}, "a test double",
                       deterministic=deterministic)
     return variant
 

@@ -9,8 +9,13 @@ from properties.model.cases import ROW
 
 
 def test_boundaries_surround_every_block_size():
-    assert strategies.boundary_values({16, 32}, 72) == [1, 8, 15, 16, 17, 31, 32, 33, 63, 65]
+    assert strategies.boundary_values({16, 32}, 72) == [1, 8, 15, 16, 17, 31, 32, 33, 47, 48, 49, 63, 64, 65]
     assert strategies.boundary_values({128}, 100) == [1, 64]
+
+
+def test_every_axis_reaches_four_tiles_and_a_ragged_edge_of_its_largest_block():
+    assert strategies.reach({16, 32}, 72) == 129 and strategies.reach({8}, 72) == 72
+    assert strategies.reach({128, 256}, 72) == 1025 and strategies.reach({4096}, 72) == strategies.REACH_LIMIT
 
 
 def test_the_simplest_case_is_one_by_one_by_one_ones_row_major():
@@ -33,5 +38,7 @@ def test_a_failure_that_needs_a_ragged_k_shrinks_to_the_smallest_such_k():
 def test_cases_stay_within_the_backend_limit(data):
     tiled = kernels.get("tiled")
     case = data.draw(strategies.gemm_cases(tiled, "bf16", device_type="cpu", max_dim=40))
-    assert 1 <= min(case.M, case.N, case.K) and max(case.M, case.N, case.K) <= 40
+    shapes = tiled.block_shapes("cpu")
+    limits = [strategies.reach({s[axis] for s in shapes}, 40) for axis in range(3)]
+    assert 1 <= min(case.M, case.N, case.K) and all(d <= top for d, top in zip((case.M, case.N, case.K), limits))
     assert case.dtype == "bf16" and case.out_dtype in ("bf16", "fp32")

@@ -16,7 +16,7 @@ EXAMPLES = max(4, settings.default.max_examples // 3)  # each example is five or
 def test_metamorphic_relations(target, backend, gemm, data):
     variant = target.variant
     case = data.draw(strategies.gemm_cases(variant, target.dtype, device_type=backend.device.type,
-                                           max_dim=min(backend.max_dim, 40)), label="case")
+                                           max_dim=min(backend.max_dim, 40), tiles=2), label="case")
     params = (
         ("transpose", not variant.requirements.contiguous),  # a transposed operand is not contiguous
         ("scale", data.draw(st.sampled_from([1, -1, 3]), label="k")),

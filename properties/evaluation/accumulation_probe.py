@@ -9,7 +9,9 @@ largest d whose terms all survive is the precision the accumulator keeps. That r
 flatter an accumulator (Hopper's fp8 path keeps it exactly), so a second measurement draws random
 dot products whose terms span many binades and reports the worst error relative to sum |a||b| as
 bits: this is what reference/bounds.py's FP8_ACC_BITS rests on. It also reports whether fp32
-accumulation truncates or rounds, and how fp32 operands of a tf32 dot are rounded.
+accumulation truncates or rounds, how fp32 operands of a tf32 dot are rounded, and what an fp32
+accumulation that overflows returns (Inf, or the largest finite value: the overflow allowances of
+reference.bounds assume Inf with the sum's sign), on the ieee and the tf32 path.
 """
 
 from __future__ import annotations
@@ -106,6 +108,31 @@ def fp32_rounding(dtype: torch.dtype, k: int = 64) -> str:
     return {1.0: "truncates", 1.0 + 2.0**-23: "rounds to nearest"}.get(got, f"other ({got!r})")
 
 
+@triton.jit
+def _overflow_dot(a_ptr, b_ptr, c_ptr, PRECISION: tl.constexpr):
+    offs = tl.arange(0, 16)
+    a = tl.load(a_ptr + offs[:, None] * 16 + offs[None, :])
+    b = tl.load(b_ptr + offs[:, None] * 16 + offs[None, :])
+    tl.store(c_ptr + offs[:, None] * 16 + offs[None, :], tl.dot(a, b, input_precision=PRECISION))
+
+
+def overflow(precision: str) -> dict[str, float]:
+    """What fp32 tl.dot returns when its sum passes fp32's range: row 0 sums 2**127 + 2**127 (must be
+    +Inf), row 1 sums -2**127 - 2**127 (-Inf), row 2 sums 2**127 + 2**127 - 2**127 - 2**127 (0 in exact
+    arithmetic, +-Inf or NaN in floating point depending on the order)."""
+    a = torch.zeros(16, 16)
+    big = 2.0**127
+    a[0, :2] = big
+    a[1, :2] = -big
+    a[2, :4] = torch.tensor([big, big, -big, -big])
+    b = torch.zeros(16, 16)
+    b[:, 0] = 1.0
+    c = torch.empty(16, 16, device="cuda")
+    _overflow_dot[(1,)](a.cuda(), b.cuda(), c, PRECISION=precision)
+    return {"2**127 + 2**127": float(c[0, 0]), "-2**127 - 2**127": float(c[1, 0]),
+            "2**127 + 2**127 - 2**127 - 2**127": float(c[2, 0])}
+
+
 def main() -> None:
     from properties.interpreter import fixes
     from properties.run import backends
@@ -113,6 +140,8 @@ def main() -> None:
     backend = backends.activate("cuda")
     print("\n".join(backend.header()))
     print(f"tf32 operand rounding: {fixes.tf32_dot_rounds(backend.device)}")
+    for precision in ("ieee", "tf32"):
+        print(f"fp32 accumulation that overflows ({precision}): {overflow(precision)}")
     print("| input dtype | K | max_num_imprecise_acc | relative bits kept (23 = all of fp32) | fp32 rounding |")
     print("|---|---|---|---|---|")
     for dtype in (torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2):

@@ -51,11 +51,14 @@ TEST_DOT_SHAPES = (
 LARGE = 2**20
 SHAPES = tuple(sorted((s for s in TEST_DOT_SHAPES if s[0] * s[1] * s[2] < LARGE), key=lambda s: s[0] * s[1] * s[2]))
 RTOL = 0.01
-ATOL = {"fp16": 1e-2, "bf16": 1e-2, "fp32": 1e-3, "int8": 1e-2}
-# numpy has no bf16: its values are drawn in fp32, rounded to bf16, and multiplied in fp32
-NUMPY = {"fp16": np.float16, "bf16": np.float32, "fp32": np.float32, "int8": np.int8}
-TORCH = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, "int8": torch.int8}
-OUT = {"int8": torch.int32}  # test_dot's int8 -> int32; the others keep their dtype
+ATOL = {"fp16": 1e-2, "bf16": 1e-2, "fp32": 1e-3, "int8": 1e-2, "fp8e4m3": 1e-2, "fp8e5m2": 1e-2}
+# numpy has no bf16 or fp8: their values are drawn in fp32, rounded to the dtype, and multiplied in fp32
+NUMPY = {"fp16": np.float16, "bf16": np.float32, "fp32": np.float32, "int8": np.int8, "fp8e4m3": np.float32,
+         "fp8e5m2": np.float32}
+TORCH = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, "int8": torch.int8,
+         "fp8e4m3": torch.float8_e4m3fn, "fp8e5m2": torch.float8_e5m2}
+# test_dot's int8 -> int32 and fp8 -> fp32; the others keep their dtype
+OUT = {"int8": torch.int32, "fp8e4m3": torch.float32, "fp8e5m2": torch.float32}
 
 PASSED, FAILED, RAISED = 0, 10, 11  # exit codes of `python -m properties.evaluation.baseline`
 
@@ -70,8 +73,8 @@ def operands(M: int, N: int, K: int, dtype: str) -> tuple[np.ndarray, np.ndarray
     y = rs.normal(0, 1, (K, N)).astype(NUMPY[dtype])
     x *= 0.1
     y *= 0.1
-    if dtype == "bf16":
-        x, y = (torch.from_numpy(v).to(torch.bfloat16).float().numpy() for v in (x, y))
+    if NUMPY[dtype] is np.float32 and dtype != "fp32":  # bf16, fp8: rounded to the dtype
+        x, y = (torch.from_numpy(v).to(TORCH[dtype]).float().numpy() for v in (x, y))
     return x, y
 
 

@@ -6,6 +6,10 @@ faithful emulation exists, fixed for this process. `apply()` returns what it app
   tf32 dot       the interpreter ignores input_precision, so a kernel that silently computes fp32 in
                  tf32 would pass on the CPU: fp32 operands of a tf32 tl.dot are rounded to tf32 first,
                  the way the H100 does (TF32_ROUNDING below, checked on the GPU by tests/test_backends).
+  bf16 ops       elementwise arithmetic, comparisons, min and max on bf16 operate on the raw uint16 bit
+                 patterns (NaN == NaN, -1 > 1, 1.5 + 1.5 nonsense; no upstream issue found): bf16
+                 operands are widened exactly to fp32, the op runs there, and results are rounded
+                 back to nearest even, as the GPU's bf16 arithmetic rounds.
   bf16 cast      fp32 -> bf16 conversions (`.to(tl.bfloat16)`) truncate, where the GPU rounds to nearest
                  even (cvt.rn.bf16.f32): they are rounded to nearest even. No upstream issue found.
   undefined      a masked tl.load without `other` leaves masked-off lanes undefined on the GPU (their
@@ -63,6 +67,27 @@ def _dot_probe(a_ptr, b_ptr, c_ptr, N: tl.constexpr, PRECISION: tl.constexpr):
 def _cast_probe(x_ptr, y_ptr, N: tl.constexpr):
     offs = tl.arange(0, N)
     tl.store(y_ptr + offs, tl.load(x_ptr + offs).to(tl.bfloat16))
+
+
+@triton.jit
+def _bf16_ops_probe(x_ptr, y_ptr, z_ptr, s_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    y = tl.load(y_ptr + offs)
+    tl.store(z_ptr + offs, (x == y).to(tl.int32) + 2 * (x < y).to(tl.int32) + 4 * (x > y).to(tl.int32))
+    tl.store(s_ptr + offs, x + y)
+
+
+def bf16_ops_are_faithful(device="cpu") -> bool:
+    """bf16 comparisons and additions (NaN, signed zeros, signs, a sum that rounds) as torch does them."""
+    x = torch.tensor([float("nan"), 0.0, -1.0, 2.0, 1.5, 256.0, -3.0, 1.0], dtype=torch.bfloat16, device=device)
+    y = torch.tensor([float("nan"), -0.0, 1.0, 1.0, 1.5, 1.0, 0.5, 2.0**-8], dtype=torch.bfloat16, device=device)
+    flags = torch.zeros(8, dtype=torch.int32, device=device)
+    sums = torch.zeros(8, dtype=torch.bfloat16, device=device)
+    _bf16_ops_probe[(1,)](x, y, flags, sums, N=8)
+    expected = (x == y).int() + 2 * (x < y).int() + 4 * (x > y).int()
+    return torch.equal(flags.cpu(), expected.cpu()) and torch.equal(sums.cpu().view(torch.int16),
+                                                                     (x + y).cpu().view(torch.int16))
 
 
 @triton.jit
@@ -172,6 +197,34 @@ def _patch_dot(bf16: bool, tf32: bool) -> None:
     _interp.InterpreterBuilder.create_dot = create_dot
 
 
+_COMPARISONS = (np.less, np.greater, np.less_equal, np.greater_equal, np.equal, np.not_equal)
+
+
+def _bf16_as_fp32(h):
+    """A bf16 handle's raw bits widened exactly to an fp32 handle (the bits are fp32's top half)."""
+    return _interp.TensorHandle((np.asarray(h.data).astype(np.uint32) << np.uint32(16)).view(np.float32), tl.float32)
+
+
+def _patch_bf16_ops() -> None:
+    builder = _interp.InterpreterBuilder
+    binary, unary = builder.binary_op, builder.unary_op
+
+    def binary_op(self, lhs, rhs, op):
+        if lhs.dtype.scalar != tl.bfloat16 or rhs.dtype.scalar != tl.bfloat16:
+            return binary(self, lhs, rhs, op)
+        out = binary(self, _bf16_as_fp32(lhs), _bf16_as_fp32(rhs), op)
+        if op in _COMPARISONS:
+            return out
+        return _interp.TensorHandle(round_to_bf16_bits(out.data), tl.bfloat16)
+
+    def unary_op(self, arg, op):
+        if arg.dtype.scalar != tl.bfloat16:
+            return unary(self, arg, op)
+        return _interp.TensorHandle(round_to_bf16_bits(unary(self, _bf16_as_fp32(arg), op).data), tl.bfloat16)
+
+    builder.binary_op, builder.unary_op = binary_op, unary_op
+
+
 def _patch_bf16_cast() -> None:
     original = _interp.InterpreterBuilder.cast_impl
 
@@ -270,6 +323,63 @@ def fp8_widening_is_exact(device="cpu") -> bool:
     return True
 
 
+# fp32 -> fp16/bf16 with an explicit fp_downcast_rounding: the interpreter rounded half up ("rtne")
+# and made NaN of every value past the format's range ("rtz" too), where the GPU's cvt.rn / cvt.rz
+# round to nearest even and toward zero (the largest finite value for an overflow).
+_ROUNDING = triton._C.libtriton.ir.ROUNDING_MODE
+_NARROW = {"fp16": (torch.float16, torch.int16), "bf16": (torch.bfloat16, torch.int16)}
+
+
+def round_fp32(x: np.ndarray, dtype: torch.dtype, toward_zero: bool) -> torch.Tensor:
+    """fp32 values rounded to fp16 or bf16, to nearest even or toward zero."""
+    source = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))
+    rounded = source.to(dtype)  # to nearest even
+    if toward_zero:
+        past = rounded.double().abs() > source.double().abs()  # rounded away from zero (NaN: never)
+        bits = rounded.view(torch.int16)
+        rounded = torch.where(past, bits - 1, bits).view(dtype)  # one step toward zero: the magnitude bits
+    return rounded
+
+
+def _patch_explicit_rounding() -> None:
+    original = _interp.InterpreterBuilder.create_fp_to_fp
+
+    def create_fp_to_fp(self, src, dst_type, rounding_mode):
+        narrow = _NARROW.get(dst_type.scalar.name)
+        if src.dtype.scalar.name != "fp32" or narrow is None or rounding_mode is None:
+            return original(self, src, dst_type, rounding_mode)
+        rounded = round_fp32(src.data, narrow[0], rounding_mode == _ROUNDING.RTZ)
+        return _interp.TensorHandle(rounded.view(narrow[1]).numpy().view(_interp._get_np_dtype(dst_type)),
+                                    dst_type.scalar)
+
+    _interp.InterpreterBuilder.create_fp_to_fp = create_fp_to_fp
+
+
+@triton.jit
+def _rounding_probe(x_ptr, rn_ptr, rz_ptr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    tl.store(rn_ptr + tl.arange(0, N), x.to(rn_ptr.dtype.element_ty, fp_downcast_rounding="rtne"))
+    tl.store(rz_ptr + tl.arange(0, N), x.to(rz_ptr.dtype.element_ty, fp_downcast_rounding="rtz"))
+
+
+def explicit_rounding_is_faithful(device="cpu") -> bool:
+    """x.to(fp16 or bf16, fp_downcast_rounding=...) on ties, carries, overflow, -0, Inf, NaN and
+    subnormals matches torch's round-to-nearest-even and its one-step-toward-zero correction."""
+    x = torch.tensor([2049.0, 2051.0, 2047.5, -2049.0, 65519.0, 65520.0, 1e6, -1e6, 2.0**-25, -2.0**-24 * 1.5,
+                      -0.0, float("inf"), -float("inf"), float("nan"), 1 + 2.0**-8 + 2.0**-9, 3.0e38, 1.0, 0.1],
+                     dtype=torch.float32)
+    x = torch.cat([x, torch.linspace(-3.0, 3.0, 32 - x.numel())])  # 32: tl.arange needs a power of 2
+    for dtype in (torch.float16, torch.bfloat16):
+        rn, rz = (torch.empty(x.numel(), dtype=dtype, device=device) for _ in range(2))
+        _rounding_probe[(1,)](x.to(device), rn, rz, N=x.numel())
+        for got, toward_zero in ((rn, False), (rz, True)):
+            expected = round_fp32(x.numpy(), dtype, toward_zero)
+            if not torch.equal(got.cpu().view(torch.int16)[~x.isnan()], expected.view(torch.int16)[~x.isnan()]) \
+                    or not got.cpu()[x.isnan()].isnan().all():
+                return False
+    return True
+
+
 def _patch_index() -> None:
     original = _interp._patch_lang_tensor
 
@@ -299,6 +409,12 @@ def apply() -> list[str]:
         if not bf16_cast_rounds_to_nearest_even():
             raise RuntimeError("fp32 -> bf16 casts still do not round to nearest even after the fix")
         applied.append("bf16 cast: fp32 -> bf16 rounded to nearest even, as cvt.rn.bf16.f32 does (it truncated)")
+    if not bf16_ops_are_faithful():
+        _patch_bf16_ops()
+        if not bf16_ops_are_faithful():
+            raise RuntimeError("bf16 comparisons and arithmetic are still wrong in the interpreter after the fix")
+        applied.append("bf16 ops: comparisons, arithmetic, min and max computed in fp32 and rounded back (they "
+                       "operated on raw bit patterns: NaN == NaN, -1 > 1)")
     if not masked_off_lanes_are_poisoned():
         _patch_undefined_lanes()
         if not masked_off_lanes_are_poisoned():
@@ -310,6 +426,12 @@ def apply() -> list[str]:
         if not fp8_widening_is_exact():
             raise RuntimeError("fp8 operands are still widened wrongly in the interpreter after the fix")
         applied.append("fp8 widening: exact by table (NaN became 480, Inf 131072, e5m2 subnormals were wrong)")
+    if not explicit_rounding_is_faithful():
+        _patch_explicit_rounding()
+        if not explicit_rounding_is_faithful():
+            raise RuntimeError("fp32 -> fp16/bf16 casts with fp_downcast_rounding are still wrong after the fix")
+        applied.append("fp_downcast_rounding: rtne rounds ties to even, rtz gives the largest finite value on "
+                       "overflow (they rounded half up and made NaN)")
     bf16_broken = not bf16_dot_is_exact()
     tf32_missing = tf32_dot_rounds() != TF32_ROUNDING
     if bf16_broken or tf32_missing:

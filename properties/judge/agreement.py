@@ -18,7 +18,7 @@ from properties.judge.relations import Run, paired
 
 
 def _agree(x: Run, y: Run) -> np.ndarray:
-    return compare.accepted(y.c, paired(x.c, [x, y], x.exact and y.exact))
+    return compare.accepted(y.c, paired(x.c, [x, y]))
 
 
 def judge(runs: dict[str, Run], focus: str | None = None) -> None:

@@ -2,8 +2,9 @@
 
 The float64 reference, a metamorphic relation (the second run against the first, transformed),
 agreement between variants and compiled-against-interpreted all build an Allowance and call
-`values`; a violation raises `NotBitExact` (exact cases) or `ValueOutOfBound`, with one message
-shape: the worst element, what was allowed there, and how many elements are outside.
+`values`; a violation raises `NotBitExact` (where the element must be bit-exact) or
+`ValueOutOfBound`, with one message shape: the worst element, what was allowed there, and how many
+elements are outside.
 """
 
 from __future__ import annotations
@@ -23,11 +24,10 @@ def accepted(got: np.ndarray, allow: Allowance) -> np.ndarray:
     expected = allow.expected
     with np.errstate(invalid="ignore"):
         ok = (got == expected) | (np.isnan(got) & np.isnan(expected))
-        if not allow.exact:
-            finite = np.isfinite(got) & np.isfinite(expected)
-            ok |= finite & (np.abs(got - expected) <= allow.bound)
-            ok |= (np.isposinf(got) & allow.pos_inf) | (np.isneginf(got) & allow.neg_inf)
-            ok |= np.isnan(got) & allow.nan
+        finite = np.isfinite(got) & np.isfinite(expected)
+        inexact = (finite & (np.abs(got - expected) <= allow.bound)) | (np.isposinf(got) & allow.pos_inf) \
+            | (np.isneginf(got) & allow.neg_inf) | (np.isnan(got) & allow.nan)
+    ok |= inexact & ~allow.exact
     if allow.free is not None:
         ok |= allow.free
     return ok
@@ -36,7 +36,7 @@ def accepted(got: np.ndarray, allow: Allowance) -> np.ndarray:
 def _allowed_text(allow: Allowance, i: int, j: int) -> str:
     """What was acceptable at one element, in words."""
     e = allow.expected[i, j]
-    if allow.exact:
+    if allow.exact[i, j]:
         return f"exactly {_fmt(e)}"
     options = [f"{_fmt(e)} +- {_fmt(allow.bound[i, j])}"] if np.isfinite(e) else [_fmt(e)]
     options += [name for name, mask in (("+Inf", allow.pos_inf), ("-Inf", allow.neg_inf), ("NaN", allow.nan))
@@ -46,30 +46,34 @@ def _allowed_text(allow: Allowance, i: int, j: int) -> str:
 
 def values(got: np.ndarray, allow: Allowance, *, against: str = "the float64 reference", name: str = "C") -> float:
     """Judge float64 values `got` against `allow`. Returns the largest |got - expected| / bound over the
-    finite elements compared (0 on exact cases); raises NotBitExact or ValueOutOfBound."""
+    finite elements compared that need not be bit-exact (0 if there are none); raises NotBitExact
+    (where some element that must be bit-exact is not) or ValueOutOfBound."""
     ok = accepted(got, allow)
     with np.errstate(invalid="ignore", divide="ignore"):
         err = np.abs(got - allow.expected)
         ratio = np.where(np.isfinite(err) & (allow.bound > 0), err / np.where(allow.bound > 0, allow.bound, 1), 0.0)
+    judged = ~allow.exact if allow.free is None else ~allow.exact & ~allow.free
     if ok.all():
-        judged = ok if allow.free is None else ~allow.free
-        return 0.0 if allow.exact else float(ratio[judged & np.isfinite(ratio)].max(initial=0.0))
+        return float(ratio[judged & np.isfinite(ratio)].max(initial=0.0))
     bad = ~ok
-    # the worst finite violation first, else the first non-finite one
-    finite_bad = bad & np.isfinite(err)
-    if finite_bad.any():
-        badness = np.where(finite_bad, err if allow.exact else ratio, -1.0)
-        i, j = np.unravel_index(int(np.argmax(badness)), bad.shape)
-    else:
-        i, j = (int(x) for x in np.argwhere(bad)[0])
-    i, j = int(i), int(j)
+    exact_bad = bad & allow.exact
     count, total = int(bad.sum()), bad.size
+    if exact_bad.any():  # the sharper verdict: the largest difference where bit-exactness is due
+        i, j = np.unravel_index(int(np.argmax(np.where(exact_bad, np.nan_to_num(err, nan=np.inf), -1.0))), bad.shape)
+        i, j = int(i), int(j)
+        g, e = got[i, j], allow.expected[i, j]
+        raise NotBitExact(
+            f"{name}[{i}, {j}] = {_fmt(g)} where {against} is exactly {_fmt(e)}; {count} of {total} elements are "
+            f"wrong, {int(exact_bad.sum())} of them where the arithmetic is exact and every correct kernel is "
+            "bit-exact", index=(i, j), got=float(g), expected=float(e), count=count, total=total, against=against)
+    finite_bad = bad & np.isfinite(err)
+    if finite_bad.any():  # the worst finite violation first, else the first non-finite one
+        i, j = np.unravel_index(int(np.argmax(np.where(finite_bad, ratio, -1.0))), bad.shape)
+    else:
+        i, j = np.argwhere(bad)[0]
+    i, j = int(i), int(j)
     g, e = got[i, j], allow.expected[i, j]
     fields = dict(index=(i, j), got=float(g), expected=float(e), count=count, total=total, against=against)
-    if allow.exact:
-        raise NotBitExact(
-            f"{name}[{i}, {j}] = {_fmt(g)} where {against} is exactly {_fmt(e)}; {count} of {total} elements "
-            "differ on an exact case, where every correct kernel is bit-exact", **fields)
     if np.isfinite(g) and np.isfinite(e):
         detail = f"error {_fmt(err[i, j])} = {ratio[i, j]:.3g} x the bound"
         fields.update(bound=float(allow.bound[i, j]), ratio=float(ratio[i, j]))

@@ -89,7 +89,7 @@ def memory(ops: Operands) -> None:
 class Verdict:
     """What the value oracles found on a passing launch."""
 
-    exact: bool  # judged bit-exact (True) or within the bound (False)
+    exact: bool  # every element judged bit-exact
     error_ratio: float  # largest |C - reference| / bound; 0 on exact cases
     allowance: bounds.Allowance
     values: np.ndarray  # C as float64
@@ -117,7 +117,7 @@ def against_reference(ops: Operands, precision: str, product: numpy_ref.Product 
                           "input_precision for fp32); pass input_precision='ieee', or declare precision 'tf32'")
             e.args = (e.message,)
         raise
-    return Verdict(allow.exact, ratio, allow, got)
+    return Verdict(bool(allow.exact.all()), ratio, allow, got)
 
 
 def _within(got, product, k, precision, out_dtype) -> bool:

@@ -38,7 +38,8 @@ class Run:
     allowance: bounds.Allowance
 
     @property
-    def exact(self) -> bool:
+    def exact(self) -> np.ndarray:
+        """Per element: the run's arithmetic is exact there."""
         return self.allowance.exact
 
     @property
@@ -51,14 +52,19 @@ def observed(verdict: oracles.Verdict) -> Run:
     return Run(verdict.values, verdict.allowance)
 
 
-def paired(expected: np.ndarray, runs: list[Run], exact: bool, free: np.ndarray | None = None) -> bounds.Allowance:
+def paired(expected: np.ndarray, runs: list[Run], exact: np.ndarray | bool | None = None,
+           free: np.ndarray | None = None) -> bounds.Allowance:
     """The allowance for comparing one computed result with another: within the sum of the runs'
-    bounds (exactly when `exact`), not judged where some run is ambiguous (or in `free`)."""
+    bounds, bit-exactly where `exact` (default: where every run is exact), not judged where some run is
+    ambiguous (or in `free`)."""
     ambiguous = np.zeros(expected.shape, dtype=bool) if free is None else free.copy()
     for run in runs:
         ambiguous |= run.allowance.ambiguous()
+    if exact is None:
+        exact = np.logical_and.reduce([run.exact for run in runs])
     none = np.zeros(expected.shape, dtype=bool)
-    return bounds.Allowance(expected, sum(run.bound for run in runs), exact, none, none, none, ambiguous)
+    return bounds.Allowance(expected, sum(run.bound for run in runs), np.broadcast_to(exact, expected.shape),
+                            none, none, none, ambiguous)
 
 
 def flipped(layout: Layout) -> Layout:
@@ -105,11 +111,11 @@ def transpose(variant: Variant, launch: Launch, ops: Operands, first: Run) -> No
     layouts = (flipped(case.b), flipped(case.a), flipped(case.c))
     second = solve(variant, launch, b.T, a.T, layouts, by_name(case.dtype), by_name(case.out_dtype), ops.c.view.device)
     second_t = Run(second.c.T, _transposed(second.allowance))
-    _judge("transpose", second_t.c, paired(first.c, [first, second_t], first.exact and second.exact))
+    _judge("transpose", second_t.c, paired(first.c, [first, second_t]))
 
 
 def _transposed(allow: bounds.Allowance) -> bounds.Allowance:
-    return bounds.Allowance(allow.expected.T, allow.bound.T, allow.exact, allow.pos_inf.T, allow.neg_inf.T,
+    return bounds.Allowance(allow.expected.T, allow.bound.T, allow.exact.T, allow.pos_inf.T, allow.neg_inf.T,
                             allow.nan.T, None if allow.free is None else allow.free.T)
 
 
@@ -135,7 +141,8 @@ def scale(variant: Variant, launch: Launch, ops: Operands, first: Run, k: int) -
     if np.nanmax(np.abs(np.where(np.isfinite(ref), ref, 0)), initial=0) * factor * 4 > acc.max:
         return False
     second = solve(variant, launch, a * factor, b, (case.a, case.b, case.c), fin, fout, ops.c.view.device)
-    exact = variant.deterministic or (first.exact and second.exact)
+    # a deterministic kernel does the same arithmetic up to the exponent: bit-exact everywhere
+    exact = variant.deterministic | (first.exact & second.exact)
     scaled = Run(first.c * factor, bounds.Allowance(
         first.allowance.expected * factor, first.bound * factor, first.exact, first.allowance.pos_inf,
         first.allowance.neg_inf, first.allowance.nan))
@@ -160,8 +167,7 @@ def zero_padding(variant: Variant, launch: Launch, ops: Operands, first: Run, ex
     b2 = np.concatenate([b, np.zeros((extra, case.N))], axis=0)
     second = solve(variant, launch, a2, b2, (case.a, case.b, case.c), by_name(case.dtype), by_name(case.out_dtype),
                    ops.c.view.device)
-    _judge(f"append {extra} zero columns to A and rows to B", second.c,
-           paired(first.c, [first, second], first.exact and second.exact))
+    _judge(f"append {extra} zero columns to A and rows to B", second.c, paired(first.c, [first, second]))
 
 
 def split_k(variant: Variant, launch: Launch, ops: Operands, first: Run, k1: int) -> None:
@@ -179,9 +185,9 @@ def split_k(variant: Variant, launch: Launch, ops: Operands, first: Run, k1: int
         ref = run.allowance.reference
         with np.errstate(invalid="ignore"):
             outside |= ~np.isfinite(ref) | (np.abs(ref) + run.bound >= threshold)
-    # bit-exact only if each run is exact and its result needs no rounding, so the sum of two is the third
-    representable = all(run.exact and np.array_equal(_rounded(run.allowance.reference, fout), run.allowance.reference)
-                        for run in runs)
+    # bit-exact only where each run is exact and its result needs no rounding, so the sum of two is the third
+    representable = np.logical_and.reduce([
+        run.exact & (_rounded(run.allowance.reference, fout) == run.allowance.reference) for run in runs])
     with np.errstate(invalid="ignore"):
         total = left.c + right.c
     _judge(f"split K at {k1}", total, paired(first.c, list(runs), representable, outside))

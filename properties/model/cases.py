@@ -82,9 +82,13 @@ class GemmCase:
     c: Layout = field(default=ROW)
     profile: str = "ones"
     seed: int = 0
+    specials: bool = False  # NaN, +-Inf and -0 placed over the profile's values (profiles.with_specials)
     # the order the programs of each launch run in, in the interpreter: 0 is program-id order, any
     # other value seeds a drawn schedule of cooperative programs (properties/interpreter/schedule.py)
     order: int = 0
+    # the variant's configuration (its registry's configuration space), as (key, value) pairs; () is
+    # the default for the device and dtype
+    config: tuple[tuple[str, object], ...] = ()
 
     def __post_init__(self):
         if self.order < 0:
@@ -94,6 +98,8 @@ class GemmCase:
         by_name(self.dtype), by_name(self.out_dtype)
         if self.c.broadcast:
             raise ValueError("C cannot be broadcast: two of its elements would share memory")
+        if self.specials and not by_name(self.dtype).is_float:
+            raise ValueError(f"{self.dtype} inputs have no NaN or Inf: specials apply to float inputs only")
         if self.profile not in profiles.available(by_name(self.dtype)):
             raise ValueError(f"value profile {self.profile!r} does not apply to {self.dtype} inputs; expected one of "
                              f"{', '.join(profiles.available(by_name(self.dtype)))}")
@@ -107,6 +113,8 @@ class GemmCase:
         for name in ("a", "b", "c"):
             if name in data:
                 data[name] = Layout(**data[name])
+        if "config" in data:
+            data["config"] = tuple((str(k), v) for k, v in data["config"])
         return cls(**data)
 
     @classmethod
@@ -116,8 +124,10 @@ class GemmCase:
     def describe(self) -> str:
         return (
             f"{self.M}x{self.N}x{self.K} {self.dtype}->{self.out_dtype} A:{self.a.describe()} "
-            f"B:{self.b.describe()} C:{self.c.describe()} {self.profile} seed={self.seed}"
+            f"B:{self.b.describe()} C:{self.c.describe()} {self.profile}{'+specials' if self.specials else ''} "
+            f"seed={self.seed}"
             + (f" order={self.order}" if self.order else "")
+            + (" config=" + ",".join(f"{k}={v}" for k, v in self.config) if self.config else "")
         )
 
     def replace(self, **changes) -> GemmCase:
@@ -229,8 +239,10 @@ def input_values(case: GemmCase) -> tuple[np.ndarray, np.ndarray]:
     exact_bits = bounds.exact_sum_bits(case.dtype)
     a_shape = _drawn_shape((case.M, case.K), case.a)
     b_shape = _drawn_shape((case.K, case.N), case.b)
-    a = profiles.generate(case.profile, a_shape, fmt, case.K, np.random.default_rng([case.seed, 0]), out, exact_bits)
-    b = profiles.generate(case.profile, b_shape, fmt, case.K, np.random.default_rng([case.seed, 1]), out, exact_bits)
+    a, b = (profiles.generate(case.profile, shape, fmt, case.K, np.random.default_rng([case.seed, i]), out, exact_bits,
+                              operand) for i, (shape, operand) in enumerate(((a_shape, "a"), (b_shape, "b"))))
+    if case.specials:
+        a, b = profiles.with_specials(a, b, fmt, np.random.default_rng([case.seed, 2]))
     return np.broadcast_to(a, (case.M, case.K)), np.broadcast_to(b, (case.K, case.N))
 
 

@@ -4,9 +4,10 @@ Every choice is ordered simplest first, because Hypothesis shrinks integers towa
 bound, `sampled_from` toward its first element and `one_of` toward its first branch: a failure
 shrinks to the plainest case that still fails.
 
-  dims     any size 1..max, or a size where masks live: 1, b-1, b, b+1, 2b-1, 2b+1 for every block
-           size b, sizes below one block, primes, and multiples of 16 (Triton compiles integer
-           arguments separately when they are 1, divisible by 16, or neither)
+  dims     any size up to the axis's reach (the backend's limit, or four tiles of the variant's
+           largest block and a ragged edge), or a size where masks live: 1, t*b-1, t*b, t*b+1 for
+           every block size b and t = 1..4 tiles, half a block, primes, and multiples of 16 (Triton
+           compiles integer arguments separately when they are 1, divisible by 16, or neither)
   layouts  each operand independently: row- or column-major, then optionally a padded leading
            dimension (sometimes to a multiple of 16), an inner stride of 2, a storage offset that
            misaligns the data pointer, or (A and B only) a zero stride; every combination is
@@ -28,19 +29,34 @@ from reference.formats import by_name, name_of
 PRIMES = (2, 3, 5, 7, 11, 13, 31, 37, 61, 67, 127, 131, 251, 257, 509, 521)
 
 
-def boundary_values(blocks: set[int], max_dim: int) -> list[int]:
-    """Sizes where masks live: 1, and b-1, b, b+1, 2b-1, 2b+1 and b/2 around every block size b."""
+TILES = 4  # every axis reaches this many tiles of its largest block, and a ragged edge past them
+REACH_LIMIT = 4097  # no axis is drawn longer than this (a block beyond a quarter of it is not fully reached)
+
+
+def reach(blocks: set[int], max_dim: int, tiles: int = TILES) -> int:
+    """The longest size drawn along an axis: `max_dim`, or far enough for `tiles` tiles of the largest
+    block and a ragged edge, whichever is longer (up to REACH_LIMIT)."""
+    return min(max(max_dim, tiles * max(blocks) + 1), REACH_LIMIT)
+
+
+def boundary_values(blocks: set[int], max_dim: int, tiles: int = TILES) -> list[int]:
+    """Sizes where masks live: 1, b/2, and t*b - 1, t*b, t*b + 1 for every block size b and tile count
+    t up to `tiles` (so that multi-tile grids, ragged last tiles and tile counts that do and do not
+    divide a persistent grid's program count are all drawn)."""
     values = {1}
     for b in blocks:
-        values.update({b - 1, b, b + 1, 2 * b - 1, 2 * b + 1, b // 2})
+        values.add(b // 2)
+        for t in range(1, tiles + 1):
+            values.update({t * b - 1, t * b, t * b + 1})
     return sorted(v for v in values if 1 <= v <= max_dim)
 
 
-def dims(blocks: set[int], max_dim: int) -> st.SearchStrategy[int]:
-    """Any size from 1 to max_dim, or one aimed at the block boundaries, a prime or a multiple of 16."""
-    aimed = sorted(set(boundary_values(blocks, max_dim)) | {p for p in PRIMES if p <= max_dim}
-                   | set(range(16, max_dim + 1, 16)))
-    return st.one_of(st.integers(1, max_dim), st.sampled_from(aimed))
+def dims(blocks: set[int], max_dim: int, tiles: int = TILES) -> st.SearchStrategy[int]:
+    """Any size up to the axis's reach, or one aimed at the block boundaries, a prime or a multiple of 16."""
+    top = reach(blocks, max_dim, tiles)
+    aimed = sorted(set(boundary_values(blocks, top, tiles)) | {p for p in PRIMES if p <= top}
+                   | set(range(16, min(top, 4 * max_dim) + 1, 16)))
+    return st.one_of(st.integers(1, top), st.sampled_from(aimed))
 
 
 def _optional(strategy: st.SearchStrategy[int], none=0) -> st.SearchStrategy[int]:
@@ -101,13 +117,16 @@ def plainer(variant: Variant) -> list:
     """Simplifications of a failing case, most sweeping first, each a function case -> plainer case;
     a failure is re-run on each and keeps those under which it still fails (properties.run.runner)."""
     default = lambda case: replace(case, out_dtype=default_output(variant, case.dtype))  # noqa: E731
-    ones = lambda case: replace(case, profile="ones", seed=0)  # noqa: E731
+    ones = lambda case: replace(case, profile="ones", seed=0, specials=False)  # noqa: E731
     return [
-        lambda case: replace(default(ones(_plain_layouts(case, variant))), order=0),
+        lambda case: replace(default(ones(_plain_layouts(case, variant))), order=0, config=()),
         lambda case: replace(case, order=0),
+        lambda case: replace(case, specials=False),
+        lambda case: replace(case, config=()),
         lambda case: _plain_layouts(case, variant),
         ones,
-        lambda case: replace(case, seed=0),
+        lambda case: replace(case, profile="ones", seed=0),
+        *[lambda case, s=s: replace(case, seed=s) if s < case.seed else case for s in range(8)],  # the smallest seed
         default,
         *[lambda case, o=o: _plain_layouts(case, variant, o) for o in "abc"],
     ]
@@ -126,6 +145,20 @@ def _shape(case: GemmCase, operand: str) -> tuple[int, int, str]:
             "c": (case.M, case.N, case.out_dtype)}[operand]
 
 
+def _weighted(names: tuple[str, ...]) -> list[str]:
+    """The profiles in shrink order, then the heavier ones again (profiles.WEIGHTS): Hypothesis draws
+    uniformly from the list and shrinks toward its first entries, so weights change how often a
+    profile is drawn, not where a failure shrinks to."""
+    return list(names) + [n for n in names for _ in range(profiles.WEIGHTS.get(n, 1) - 1)]
+
+
+def configs(variant: Variant, device_type: str, dtype: str) -> st.SearchStrategy[tuple]:
+    """One of the variant's configurations for this device and dtype: the default first (recorded as
+    (), so a case shrinks to it), then each other as its (key, value) pairs."""
+    space = variant.configs_for(device_type, by_name(dtype).dtype)
+    return st.sampled_from([()] + [tuple(c.items()) for c in space[1:]])
+
+
 def output_dtypes(variant: Variant, dtype: str) -> st.SearchStrategy[str]:
     """C's dtype: the variant's default for this input first, then any other it accepts."""
     return st.sampled_from([name_of(d) for d in variant.dtypes[by_name(dtype).dtype]])
@@ -133,13 +166,14 @@ def output_dtypes(variant: Variant, dtype: str) -> st.SearchStrategy[str]:
 
 @st.composite
 def gemm_cases(draw, variant: Variant, dtype: str, *, device_type: str, max_dim: int,
-               value_profiles: tuple[str, ...] | None = None, plain_layouts: bool = False) -> GemmCase:
+               value_profiles: tuple[str, ...] | None = None, plain_layouts: bool = False,
+               tiles: int = TILES) -> GemmCase:
     """GemmCases `variant` accepts, for input dtype `dtype` on a backend with tensors on `device_type`.
     `plain_layouts` keeps every operand row- or column-major, without padding, steps or offsets."""
     shapes = variant.block_shapes(device_type)
-    m = draw(dims({s[0] for s in shapes}, max_dim))
-    n = draw(dims({s[1] for s in shapes}, max_dim))
-    k = draw(dims({s[2] for s in shapes}, max_dim))
+    m = draw(dims({s[0] for s in shapes}, max_dim, tiles))
+    n = draw(dims({s[1] for s in shapes}, max_dim, tiles))
+    k = draw(dims({s[2] for s in shapes}, max_dim, tiles))
     out = draw(output_dtypes(variant, dtype))
 
     def layout(operand, rows, cols, operand_dtype):
@@ -157,8 +191,11 @@ def gemm_cases(draw, variant: Variant, dtype: str, *, device_type: str, max_dim:
         a=layout("a", m, k, dtype),
         b=layout("b", k, n, dtype),
         c=layout("c", m, n, out),
-        profile=draw(st.sampled_from(value_profiles or profiles.available(by_name(dtype)))),
+        profile=draw(st.sampled_from(_weighted(value_profiles or profiles.available(by_name(dtype))))),
+        # specials in two draws of three: most of C stays finite beside them (profiles.with_specials)
+        specials=draw(st.sampled_from((False, True, True))) if by_name(dtype).is_float else False,
         seed=draw(st.integers(0, 2**16)),
         # in the interpreter, programs run in a drawn order too (program-id order first: failures shrink to it)
         order=draw(_optional(st.integers(1, 2**16))) if device_type == "cpu" else 0,
+        config=draw(configs(variant, device_type, dtype)),
     )

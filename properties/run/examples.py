@@ -100,15 +100,17 @@ class Observation:
 # --- launching -------------------------------------------------------------------------------------
 
 
-def launch(variant: Variant, ops: Operands, backend: backends.Backend) -> None:
-    """Run the variant; in the interpreter every memory access is bounds-checked before it happens.
-    Whatever the launch raises besides an oracle's verdict becomes a typed failure."""
+def launch(variant: Variant, ops: Operands, backend: backends.Backend, config=()) -> None:
+    """Run the variant (in `config`, (key, value) pairs of its configuration space; () the default); in
+    the interpreter every memory access is bounds-checked before it happens. Whatever the launch raises
+    besides an oracle's verdict becomes a typed failure."""
+    chosen = dict(config) or None
     try:
         if backend.interpreted:
             with sanitizer.bounds_checked():
-                variant.launch(ops.a.view, ops.b.view, ops.c.view)
+                variant.launch(ops.a.view, ops.b.view, ops.c.view, config=chosen)
         else:
-            variant.launch(ops.a.view, ops.b.view, ops.c.view)
+            variant.launch(ops.a.view, ops.b.view, ops.c.view, config=chosen)
             torch.cuda.synchronize()
     except GemmFailure:
         raise
@@ -148,7 +150,7 @@ def classify(error: BaseException, backend: str) -> GemmFailure:
 def _reference(variant: Variant, case: GemmCase, backend) -> tuple[Observation, Operands, oracles.Verdict]:
     start = time.perf_counter()
     ops = materialize(case, backend.device)
-    launch(variant, ops, backend)
+    launch(variant, ops, backend, case.config)
     verdict = oracles.against_reference(ops, variant.precision)
     versus_torch = None if verdict.exact else oracles.torch_error_ratio(ops, verdict.allowance.expected,
                                                                         verdict.values)
@@ -159,7 +161,7 @@ def _reference(variant: Variant, case: GemmCase, backend) -> tuple[Observation, 
 def _metamorphic(variant: Variant, example: Example, backend) -> Observation:
     observed, ops, verdict = _reference(variant, example.case, backend)
     first = relations.observed(verdict)
-    run = lambda v, o: launch(v, o, backend)  # noqa: E731
+    run = lambda v, o: launch(v, o, backend, example.case.config)  # noqa: E731
     p = example.parameters
     if p.get("transpose"):
         relations.transpose(variant, run, ops, first)
@@ -194,13 +196,14 @@ def _agreement(example: Example, resolve, backend) -> Observation:
         v = resolve(name)
         if accepts(v, ops):
             try:
-                runs[name] = relations.solve(v, lambda x, o: launch(x, o, backend), a, b,
+                config = case.config if name == example.variant else ()  # the case's configuration is the focus's
+                runs[name] = relations.solve(v, lambda x, o, config=config: launch(x, o, backend, config), a, b,
                                              (case.a, case.b, case.c), fin, fout, backend.device)
             except GemmFailure as e:
                 e.context.setdefault("variant", name)
                 raise
     agreement.judge(runs, example.variant or None)
-    return Observation(all(r.exact for r in runs.values()), None, time.perf_counter() - start)
+    return Observation(all(bool(r.exact.all()) for r in runs.values()), None, time.perf_counter() - start)
 
 
 def _checks(example: Example, backend: backends.Backend):

@@ -185,11 +185,11 @@ class Runner:
             from properties.judge.relations import Run, paired
 
             runs = [Run(interpreted, allow), Run(compiled, allow)]
-            compare.values(compiled, paired(interpreted, runs, allow.exact), against="the interpreted kernel")
+            compare.values(compiled, paired(interpreted, runs), against="the interpreted kernel")
         except GemmFailure as failure:
             failure.with_context(**context)
             raise
-        return Observation(allow.exact, None, time.perf_counter() - start)
+        return Observation(bool(allow.exact.all()), None, time.perf_counter() - start)
 
     # --- Hypothesis tests ----------------------------------------------------------------------
 
@@ -236,7 +236,9 @@ class PropertyRun:
         self.deadline = deadline  # monotonic: no new example after it (the campaign's share)
         self.first_failure: float | None = None
         self.shrink_until: float | None = None
-        self.faults: dict[str, GemmFailure] = {}  # example key -> its hang or crash, never re-run
+        # example key -> its verdict: an example is run once (a hang or a crash never twice, and
+        # Hypothesis, replaying a known example after the shrinking budget, gets the same answer)
+        self.known: dict[str, GemmFailure | Observation] = {}
         self.failure: GemmFailure | None = None  # the final, reported failure
         self.example: Example | None = None  # and its example
         self.ran = 0  # examples run (a campaign target runs at least one, whatever its deadline)
@@ -245,19 +247,23 @@ class PropertyRun:
         try:
             return self._run(example, variant)
         except GemmFailure as failure:
-            # One place raises every failure, with a fresh traceback: Hypothesis tells bugs apart by
-            # the type and the line an exception comes from, so a hang replayed from memory is the
-            # same bug as the hang itself, and two failures of one kind are one bug.
+            # One place raises every failure, with a fresh traceback and no chained context: Hypothesis
+            # tells bugs apart by the type, the line and the context of an exception, so a failure
+            # replayed from memory is the same bug as the first time, and two of one kind are one bug.
+            failure.__context__ = None
             raise failure.with_traceback(None) from None
 
     def _run(self, example: Example, variant) -> Observation:
         settings, stats = self.runner.settings, self.runner.stats
         final = _is_final()
         key = example.key()
-        if key in self.faults:  # a hang or a crash is never run twice
-            failure = copy.copy(self.faults[key])
+        if key in self.known:
+            known = self.known[key]
+            if isinstance(known, Observation):
+                return known
+            failure = copy.copy(known)
             if final:
-                self._report(example, variant, failure, simplify=False)
+                failure = self._report(example, variant, failure, simplify=not isinstance(failure, (TimedOut, Crashed)))
             raise failure
         now = time.monotonic()
         deadline = None
@@ -286,6 +292,7 @@ class PropertyRun:
                 failure = self._report(example, variant, failure, simplify=not fault)
             raise failure
         stats.passed(self.target_id, observed, example.case.describe())
+        self.known[key] = observed
         return observed
 
     def _failed(self, key: str, failure: GemmFailure, seconds: float, fault: bool) -> None:
@@ -297,8 +304,7 @@ class PropertyRun:
             self.shrink_until = now + budget
             if self.deadline is not None:
                 self.shrink_until = min(self.shrink_until, max(self.deadline, now + 1.0))
-        if fault:
-            self.faults[key] = failure
+        self.known[key] = failure
 
     def _report(self, example: Example, variant, failure: GemmFailure, simplify: bool) -> GemmFailure:
         """The final failure: simplified where it can be, with its repro script written and named."""

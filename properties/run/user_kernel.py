@@ -164,7 +164,7 @@ def load(spec: str, signature: str | None = None) -> Variant:
     requirements = Requirements(contiguous=("a", "b", "c")) if signature == "leetgpu" else Requirements()
     variant_dtypes = {d: (d,) for d in dtypes}
 
-    def launch(a, b, c):
+    def launch(a, b, c, config=None):
         M, N, K = operands.check(variant, a, b, c)
         if signature == "leetgpu":
             fn(a, b, c, M, K, N)  # LeetGPU: A is M x N, B is N x K, C is M x K
@@ -172,7 +172,8 @@ def load(spec: str, signature: str | None = None) -> Variant:
             fn(a, b, c)
 
     variant = Variant(name=name, launch=launch, dtypes=variant_dtypes, precision=precision,
-                      blocks={"cpu": (block,), "cuda": (block,)}, origin=f"user kernel {spec}",
+                      configs={device: (dict(zip(("BM", "BN", "BK"), block)),) for device in ("cpu", "cuda")},
+                      origin=f"user kernel {spec}",
                       requirements=requirements, description=f"{signature} signature")
     _LOADED[name] = (variant, ref)
     return variant

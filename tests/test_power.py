@@ -1,0 +1,21 @@
+"""The suite's power per draw on the wrong-kernel classes its oracle was once blind to: each is exposed
+by at least a quarter of single draws for every dtype it applies to, so the CI profile's 25 examples
+miss it with probability below 0.1% (python -m properties.evaluation.power prints the whole table)."""
+
+import pytest
+
+from kernels import mutants
+from properties.evaluation import power
+
+DRAWS = 30  # derandomized: the same draws every run
+CLASSES = ["tiled_output_toward_zero", "tiled_bf16_accumulator", "tiled_13_bit_accumulator",
+           "persistent_default_precision", "tiled_fp16_accumulator_fp8", "tiled_inf_clamped", "tiled_overflow_to_nan"]
+
+
+@pytest.mark.interpreter
+@pytest.mark.parametrize("name", CLASSES)
+def test_a_quarter_of_single_draws_expose_it(name, backend):
+    """On the mutant's first dtype (the table in docs/power.md has every dtype, and the parent's)."""
+    mutant = mutants.get(name)
+    measured = power.measure(mutant, mutant.all_dtypes[0], DRAWS, backend, parent_too=False)
+    assert measured.rate >= 0.25, f"{name} on {mutant.all_dtypes[0]}: caught in {measured.caught} of {measured.draws}"
