@@ -23,6 +23,7 @@ give bit-identical results both ways, or start-up fails naming what differed.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import gc
 import inspect
@@ -68,29 +69,35 @@ def _type_key(ty) -> tuple:
     return key
 
 
-def _key(value, inputs: list, seen: dict):
+def _key(value, inputs: list):
     """A hashable description of one argument; tensors are appended to `inputs` (their handles are the
-    recipe's operands) and described by type and by which earlier argument they alias."""
+    recipe's operands) and described by type."""
     kind = type(value)
     if kind is _TENSOR:
-        tensor_alias = seen.setdefault(id(value), len(inputs))
-        handle_alias = seen.setdefault(("handle", id(value.handle)), len(inputs))
         inputs.append(value)
-        return ("T", _type_key(value.type), tensor_alias, handle_alias)
+        return _type_key(value.type)
     if kind is _CONSTEXPR:
-        return ("C", _key(value.value, inputs, seen))
+        return ("C", _key(value.value, inputs))
     if value is None or kind is bool or kind is int or kind is str:
         return (kind.__name__, value)
     if kind is float:
         return ("float", value.hex())  # tells -0.0 from 0.0 and keeps NaN equal to itself
     if kind is tuple or kind is list:
-        return (kind.__name__,) + tuple(_key(v, inputs, seen) for v in value)
+        return (kind.__name__,) + tuple(_key(v, inputs) for v in value)
     if kind is slice:
-        return ("slice", _key(value.start, inputs, seen), _key(value.stop, inputs, seen),
-                _key(value.step, inputs, seen))
+        return ("slice", _key(value.start, inputs), _key(value.stop, inputs), _key(value.step, inputs))
     if isinstance(value, _TL.dtype):
         return ("type", _type_key(value))
     raise _Uncacheable
+
+
+def _aliases(inputs: list) -> tuple:
+    """For each tensor argument, the first argument that is the same tensor, and the first with the same
+    handle: a recipe recorded on `x * x` must not be replayed on `x * y`. () when all differ."""
+    if len({id(t.handle) for t in inputs}) == len(inputs):
+        return ()
+    return tuple((next(j for j, u in enumerate(inputs) if u is t),
+                  next(j for j, u in enumerate(inputs) if u.handle is t.handle)) for t in inputs)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -159,7 +166,7 @@ class _Recorder:
         template = self._result(result, inputs)
         if template is None:
             return None
-        return _Recipe(_live(self.steps, _result_slots(template)), self.count, len(inputs), template)
+        return _Recipe(_live(self.steps, _result_slots(template)), len(inputs), template)
 
     def _result(self, result, inputs: list):
         if result is None:
@@ -255,72 +262,78 @@ class _Slot:
         self.index = index
 
 
-def _fill(value, vals: list):
-    if type(value) is _Slot:
-        return vals[value.index]
-    if type(value) in (list, tuple):
-        return type(value)(_fill(v, vals) for v in value)
-    return value
-
-
 class _Step:
-    __slots__ = ("name", "args", "kwargs", "out", "refs")
+    __slots__ = ("name", "args", "kwargs", "out")
 
     def __init__(self, name, args, kwargs, out):
         self.name = name
         self.args = args
         self.kwargs = kwargs
         self.out = out  # slot of the handle it returns, a list of slots for a tuple of handles, or None
-        flat = not kwargs and not any(type(a) in (list, tuple) and _has_slot(a) for a in args)
-        # flat: handle arguments at top level only, filled in by position; else rebuilt recursively
-        self.refs = tuple((i, a.index) for i, a in enumerate(args) if type(a) is _Slot) if flat else None
 
 
 class _Recipe:
-    __slots__ = ("steps", "slots", "inputs", "result")
+    """Recorded builder calls, compiled into one straight-line function `replay(inputs)`: each handle is a
+    local, each constant a name bound to the recorded object, and each builder method is looked up at
+    the call (the sanitizer re-patches them per launch)."""
 
-    def __init__(self, steps, slots, inputs, result):
-        self.steps = steps
-        self.slots = slots  # operands and results, by slot
-        self.inputs = inputs
-        self.result = result
+    __slots__ = ("replay", "source")
 
-    def replay(self, inputs: list):
-        vals = [t.handle for t in inputs]
-        vals += [None] * (self.slots - self.inputs)
-        builder = _BUILDER
-        for step in self.steps:
-            refs = step.refs
-            if refs is None:
-                out = getattr(builder, step.name)(*_fill(step.args, vals), **_fill(step.kwargs, vals))
-            elif refs:
-                args = list(step.args)
-                for i, slot in refs:
-                    args[i] = vals[slot]
-                out = getattr(builder, step.name)(*args)
+    def __init__(self, steps: list, inputs: int, result):
+        names: dict = {"_B": _BUILDER, "_tensor": _new_tensor}
+        lines = [f"    v{i} = inputs[{i}].handle" for i in range(inputs)]
+        for step in steps:
+            call = f"_B.{step.name}({_source(step.args, names, star=True)}"
+            if step.kwargs:
+                call += ", " + ", ".join(f"{k}={_source(v, names)}" for k, v in step.kwargs.items())
+            call += ")"
+            if type(step.out) is int:
+                lines.append(f"    v{step.out} = {call}")
+            elif step.out:  # a tuple of handles
+                lines.append(f"    {', '.join(f'v{o}' for o in step.out)}, = {call}")
             else:
-                out = getattr(builder, step.name)(*step.args)
-            where = step.out
-            if type(where) is int:
-                vals[where] = out
-            elif where is not None:
-                for slot, handle in zip(where, out):
-                    vals[slot] = handle
-        return _build(self.result, vals, inputs)
+                lines.append(f"    {call}")
+        lines.append(f"    return {_result_source(result, names)}")
+        self.source = "def replay(inputs):\n" + "\n".join(lines)
+        exec(compile(self.source, "<fast-path recipe>", "exec"), names)
+        self.replay = names["replay"]
 
 
-def _build(template, vals: list, inputs: list):
+def _source(value, names: dict, star: bool = False) -> str:
+    """Python source for an argument template: slots are locals, constants are bound names."""
+    if type(value) is _Slot:
+        return f"v{value.index}"
+    if type(value) in (list, tuple) and _has_slot(value):
+        items = ", ".join(_source(v, names) for v in value)
+        if star:
+            return items
+        return f"[{items}]" if type(value) is list else f"({items},)"
+    if star:
+        return ", ".join(_source(v, names) for v in value)
+    name = f"c{len(names)}"
+    names[name] = value
+    return name
+
+
+def _result_source(template, names: dict) -> str:
     kind = template[0]
     if kind == "tensor":
-        tensor = _TENSOR.__new__(_TENSOR)
-        tensor.__dict__.update(template[2])
-        tensor.handle = None if template[1] is None else vals[template[1]]
-        return tensor
+        name = f"c{len(names)}"
+        names[name] = template[2]
+        return f"_tensor({name}, {'None' if template[1] is None else f'v{template[1]}'})"
     if kind == "input":
-        return inputs[template[1]]
+        return f"inputs[{template[1]}]"
     if kind == "none":
-        return None
-    return tuple(_build(t, vals, inputs) for t in template[1])
+        return "None"
+    return "(" + "".join(_result_source(t, names) + ", " for t in template[1]) + ")"
+
+
+def _new_tensor(attrs: dict, handle):
+    """A tl.tensor of the recorded type (its attributes copied) around a new handle."""
+    tensor = _TENSOR.__new__(_TENSOR)
+    tensor.__dict__.update(attrs)
+    tensor.handle = handle
+    return tensor
 
 
 _UNCACHEABLE = object()
@@ -347,10 +360,10 @@ def _run(member, args, kwargs):
         if semantic is not None:  # inside a builtin being recorded: its builder calls are the outer recipe's
             return member(*args, **kwargs, _semantic=semantic)
     inputs: list = []
-    seen: dict = {}
     try:
-        key = (member, tuple([_key(a, inputs, seen) for a in args]),
-               tuple([(k, _key(v, inputs, seen)) for k, v in kwargs.items()]) if kwargs else ())
+        key = (member, tuple([_key(a, inputs) for a in args]),
+               tuple([(k, _key(v, inputs)) for k, v in kwargs.items()]) if kwargs else (),
+               _aliases(inputs) if len(inputs) > 1 else ())
     except _Uncacheable:
         return member(*args, **kwargs, _semantic=_SEMANTIC)
     recipe = _RECIPES.get(key)
@@ -539,6 +552,7 @@ def _install() -> None:
     # What start-up built (torch, Triton, Hypothesis) lives as long as the process: out of the garbage
     # collector's full collections, which the interpreter's many short-lived objects keep triggering.
     gc.freeze()
+    atexit.register(gc.unfreeze)  # at exit they are collected as before (nanobind reports what is not)
 
 
 def uninstall() -> None:
