@@ -1,26 +1,29 @@
 """A faster Triton interpreter, with every result bit-identical to the plain one.
 
-Nearly all of the interpreter's time goes to Triton's frontend, not to numpy: each `tl` operation
-(`a + b`, `tl.load`, `x[:, None]`, ...) type-checks, broadcasts and casts its operands in Python
-before it calls the builder, which does the arithmetic. What the frontend decides depends only on
-the operands' types and the constant arguments, and the same kernel runs the same operations on the
-same types in every program and every K step. So:
+Most of the interpreter's time went to Triton's frontend, not to numpy: each `tl` operation (`a + b`,
+`tl.load`, `x[:, None]`, ...) type-checks, broadcasts and casts its operands in Python before it calls
+the builder, which does the arithmetic. What the frontend decides depends only on the operands' types
+and the constant arguments, and a kernel runs the same operations on the same types in every program
+and every K step. So:
 
-  recipes   the first time a builtin runs on given argument types and constants, the builder calls
-            it makes are recorded (a recipe: method, which operand or earlier result goes where,
-            the constants); afterwards the recipe is replayed, the builder calls alone, and the
-            result tensors are rebuilt with the recorded types. The builder is the same object
-            either way, so the interpreter fixes, the sanitizer and the scheduler see every call.
-            A builtin whose result is not made of its operands and the builder's results (or whose
-            arguments are not plain values and tensors) is never recorded: it always runs as is.
-  patching  a launch re-patches `triton.language` onto the interpreter; the list of builtins to
-            patch is taken once, not by inspecting the modules at every launch.
+  recipes   the first time a builtin runs on given argument types and constants (the key), the
+            builder calls it makes are recorded; afterwards they are replayed, compiled into one
+            straight-line function, and the result tensors are rebuilt with the recorded types. The
+            builder methods are looked up at every call, so the interpreter fixes, the sanitizer and
+            the scheduler see every call as before. Value-only steps whose results nothing uses are
+            left out: integer + and * check for overflow in int64 and assert only with debug=True.
+            A builtin whose result is not made of its operands and the builder's results, or whose
+            arguments are not plain values and tensors, is never recorded: it always runs as is.
+  patching  a launch patches ~180 builtins of `triton.language` onto the interpreter: the list is taken
+            once, not by inspecting the modules at every launch, and `_get_np_dtype` is memoized.
+  gc        what start-up built is frozen out of the garbage collector's full collections, which the
+            interpreter's many short-lived objects keep triggering (they took 15% of a campaign).
 
-`install()` runs at interpreter activation (after the fixes and the scheduler); GEMM_INTERPRETER_FAST=0
-leaves the interpreter as it is, so verdicts can be compared with and without. A probe kernel must
-give bit-identical results both ways, or start-up fails naming what differed.
+`install()` runs at interpreter activation (after the fixes and the scheduler) and probes the result:
+a probe kernel must give bit-identical outputs with and without, or start-up fails naming what
+differed. GEMM_INTERPRETER_FAST=0 leaves the interpreter as it is; `switched(on)` turns the fast path
+on or off in one process, to compare verdicts (properties/evaluation/verdict_identity.py).
 """
-
 from __future__ import annotations
 
 import atexit
