@@ -39,7 +39,7 @@ def _target(spec: str, dtype: str):
     import kernels
     from properties.run import targets, user_kernel
 
-    variant = user_kernel.load(spec) if spec.endswith(":matmul") else kernels.get(spec)
+    variant = user_kernel.load(spec) if ":" in spec else kernels.get(spec)  # PATH.py:FUNC: a user's kernel
     return targets.Target(variant, dtype)
 
 
@@ -82,9 +82,12 @@ def run_campaign(target, examples: int, backend) -> tuple[float, int, str]:
     return seconds, len(verdicts), hashlib.sha1("\n".join(verdicts).encode()).hexdigest()[:16]
 
 
-def worker(name: str, examples: int, repeats: int) -> None:
+def worker(name: str, examples: int, repeats: int, core: int) -> None:
     """Run one campaign in this process (the mode is GEMM_INTERPRETER_FAST) and print a JSON line."""
     import warnings
+
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {core})
 
     for message in ("overflow encountered", "invalid value encountered"):
         warnings.filterwarnings("ignore", message=message, category=RuntimeWarning)
@@ -101,9 +104,7 @@ def worker(name: str, examples: int, repeats: int) -> None:
 def measure(name: str, fast: bool, examples: int, repeats: int, core: int) -> dict:
     env = {**os.environ, "GEMM_INTERPRETER_FAST": "1" if fast else "0", "GEMM_BACKEND": "interpreter"}
     command = [sys.executable, "-m", "properties.evaluation.cpu_speed", "--worker", name,
-               "--examples", str(examples), "--repeats", str(repeats)]
-    if hasattr(os, "sched_setaffinity"):
-        command = ["taskset", "-c", str(core)] + command if _has_taskset() else command
+               "--examples", str(examples), "--repeats", str(repeats), "--core", str(core)]
     done = subprocess.run(command, env=env, capture_output=True, text=True)
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if done.returncode != 0 or not lines:
@@ -111,12 +112,6 @@ def measure(name: str, fast: bool, examples: int, repeats: int, core: int) -> di
     result = json.loads(lines[-1])
     result["rate"] = statistics.median(n / s for n, s in zip(result["examples"], result["seconds"]))
     return result
-
-
-def _has_taskset() -> bool:
-    from shutil import which
-
-    return which("taskset") is not None
 
 
 def markdown(rows: list[tuple[str, dict, dict]]) -> str:
@@ -142,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.examples < 1 or args.repeats < 1:
         parser.error(f"--examples and --repeats must be positive, got {args.examples} and {args.repeats}")
     if args.worker:
-        worker(args.worker, args.examples, args.repeats)
+        worker(args.worker, args.examples, args.repeats, args.core)
         return 0
     rows = []
     for name in args.campaign or list(CAMPAIGNS):
