@@ -17,6 +17,7 @@ shrinks to the plainest case that still fails.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 
 from hypothesis import strategies as st
@@ -53,15 +54,37 @@ def boundary_values(blocks: set[int], max_dim: int, tiles: int = TILES) -> list[
 
 def dims(blocks: set[int], max_dim: int, tiles: int = TILES) -> st.SearchStrategy[int]:
     """Any size up to the axis's reach, or one aimed at the block boundaries, a prime or a multiple of 16."""
+    return _dims(frozenset(blocks), max_dim, tiles)
+
+
+# Strategies are built once for each set of arguments: Hypothesis validates every new strategy object
+# the first time it is drawn from, which costs more than the draw itself.
+@functools.cache
+def _dims(blocks: frozenset[int], max_dim: int, tiles: int) -> st.SearchStrategy[int]:
     top = reach(blocks, max_dim, tiles)
     aimed = sorted(set(boundary_values(blocks, top, tiles)) | {p for p in PRIMES if p <= top}
                    | set(range(16, min(top, 4 * max_dim) + 1, 16)))
     return st.one_of(st.integers(1, top), st.sampled_from(aimed))
 
 
+@functools.cache
+def _sampled(values: tuple) -> st.SearchStrategy:
+    return st.sampled_from(values)
+
+
+@functools.cache
 def _optional(strategy: st.SearchStrategy[int], none=0) -> st.SearchStrategy[int]:
     """`none` first (the feature absent), else a drawn value: shrinks to the feature's absence."""
     return st.one_of(st.just(none), strategy)
+
+
+@functools.cache
+def _padding(to_16: int) -> st.SearchStrategy[int]:
+    return _optional(st.one_of(st.just(to_16), st.integers(1, 17)))
+
+
+_STEP = _optional(st.just(2), none=1)
+_BROADCAST = _optional(st.sampled_from(["rows", "cols"]), none="")
 
 
 @st.composite
@@ -71,7 +94,7 @@ def layouts(draw, variant: Variant, operand: str, rows: int, cols: int, dtype: s
     itemsize = by_name(dtype).dtype.itemsize
     if operand in req.contiguous:
         return Layout()
-    order = draw(st.sampled_from(["row", "col"]))
+    order = draw(_sampled(("row", "col")))
     lead_base = max(cols, 1) if order == "row" else max(rows, 1)
     if req.stride_alignment:
         # tensor descriptors: unit inner stride, leading stride and base padded to the alignment
@@ -79,12 +102,12 @@ def layouts(draw, variant: Variant, operand: str, rows: int, cols: int, dtype: s
         pad = (-lead_base) % unit + unit * draw(_optional(st.integers(1, 2)))
         return Layout(order, pad=pad, offset=unit * draw(_optional(st.integers(1, 2))))
     to_16 = (-lead_base) % 16 or 16  # padding that makes the leading stride a multiple of 16
-    pad = draw(_optional(st.one_of(st.just(to_16), st.integers(1, 17))))
-    step = 1 if req.contiguous_dim else draw(_optional(st.just(2), none=1))
+    pad = draw(_padding(to_16))
+    step = 1 if req.contiguous_dim else draw(_STEP)
     offset = draw(_optional(st.integers(1, 9)))
     broadcast = ""
     if operand != "c" and not req.positive_strides and not req.contiguous_dim:
-        broadcast = draw(_optional(st.sampled_from(["rows", "cols"]), none=""))
+        broadcast = draw(_BROADCAST)
     return Layout(order, pad=pad, step=step, offset=offset, broadcast=broadcast)
 
 
@@ -156,12 +179,12 @@ def configs(variant: Variant, device_type: str, dtype: str) -> st.SearchStrategy
     """One of the variant's configurations for this device and dtype: the default first (recorded as
     (), so a case shrinks to it), then each other as its (key, value) pairs."""
     space = variant.configs_for(device_type, by_name(dtype).dtype)
-    return st.sampled_from([()] + [tuple(c.items()) for c in space[1:]])
+    return _sampled(((),) + tuple(tuple(c.items()) for c in space[1:]))
 
 
 def output_dtypes(variant: Variant, dtype: str) -> st.SearchStrategy[str]:
     """C's dtype: the variant's default for this input first, then any other it accepts."""
-    return st.sampled_from([name_of(d) for d in variant.dtypes[by_name(dtype).dtype]])
+    return _sampled(tuple(name_of(d) for d in variant.dtypes[by_name(dtype).dtype]))
 
 
 @st.composite
@@ -191,9 +214,9 @@ def gemm_cases(draw, variant: Variant, dtype: str, *, device_type: str, max_dim:
         a=layout("a", m, k, dtype),
         b=layout("b", k, n, dtype),
         c=layout("c", m, n, out),
-        profile=draw(st.sampled_from(_weighted(value_profiles or profiles.available(by_name(dtype))))),
+        profile=draw(_sampled(tuple(_weighted(value_profiles or profiles.available(by_name(dtype)))))),
         # specials in two draws of three: most of C stays finite beside them (profiles.with_specials)
-        specials=draw(st.sampled_from((False, True, True))) if by_name(dtype).is_float else False,
+        specials=draw(_sampled((False, True, True))) if by_name(dtype).is_float else False,
         seed=draw(st.integers(0, 2**16)),
         # in the interpreter, programs run in a drawn order too (program-id order first: failures shrink to it)
         order=draw(_optional(st.integers(1, 2**16))) if device_type == "cpu" else 0,

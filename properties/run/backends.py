@@ -67,11 +67,11 @@ def activate(requested: str = "auto") -> Backend:
     if _ACTIVE is not None and _ACTIVE.name == name:
         return _ACTIVE
     if name == "interpreter":
-        from properties.interpreter import fixes, sanitizer, schedule
+        from properties.interpreter import fast, fixes, sanitizer, schedule
 
         emulations = tuple(fixes.apply())
         scheduler = schedule.install()  # after the fixes (it wraps them), before any sanitizer block (which wraps it)
-        checks = (f"gemm sanitizer: {sanitizer.self_test()}", scheduler)
+        checks = (f"gemm sanitizer: {sanitizer.self_test()}", scheduler, fast.install())
         _ACTIVE = Backend(name, torch.device("cpu"), _cpu_name(), emulations, checks)
     else:
         _ACTIVE = Backend(name, torch.device("cuda", torch.cuda.current_device()), torch.cuda.get_device_name())
