@@ -49,6 +49,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--gemm-sanitize", action="store_true",
                     help="cuda: run the worker under compute-sanitizer memcheck with PyTorch's caching "
                          "allocator off; any invalid access fails its example")
+    group.addoption("--gemm-racecheck", action="store_true",
+                    help="cuda: run the worker under compute-sanitizer racecheck; a shared-memory hazard between "
+                         "threads of a block fails its example (global-memory races between programs are the "
+                         "interpreter's race detector's: it runs on every CPU example)")
     group.addoption("--gemm-timeout", type=float, default=120.0, metavar="SECONDS",
                     help="examples in a worker: fail one that takes longer (a hanging kernel); default 120")
     group.addoption("--gemm-repros", default="repros", metavar="DIR",
@@ -170,14 +174,18 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(str(e)) from None
         ref = user_kernel.loaded(user.name)[1]
         kernel = {"spec": ref.spec, "signature": ref.signature, "path": ref.path, "digest": ref.digest}
-    sanitize = config.getoption("gemm_sanitize")
-    if sanitize and backend.name != "cuda":
-        raise pytest.UsageError("--gemm-sanitize runs compute-sanitizer on compiled kernels: it needs the cuda "
-                                "backend (the interpreter has its own exact checker, always on)")
+    sanitize, racecheck = config.getoption("gemm_sanitize"), config.getoption("gemm_racecheck")
+    if sanitize and racecheck:
+        raise pytest.UsageError("--gemm-sanitize and --gemm-racecheck run compute-sanitizer's memcheck and racecheck "
+                                "tools: choose one per run")
+    if (sanitize or racecheck) and backend.name != "cuda":
+        option = "--gemm-sanitize" if sanitize else "--gemm-racecheck"
+        raise pytest.UsageError(f"{option} runs compute-sanitizer on compiled kernels: it needs the cuda backend "
+                                "(the interpreter has its own exact memory checker and race detector, always on)")
     if config.getoption("gemm_timeout") <= 0:
         raise pytest.UsageError(f"--gemm-timeout must be positive, got {config.getoption('gemm_timeout')}")
-    mode = "sanitize" if sanitize else runner.default_mode(backend.name, user is not None,
-                                                            config.getoption("gemm_isolate"))
+    mode = ("sanitize" if sanitize else "racecheck" if racecheck
+            else runner.default_mode(backend.name, user is not None, config.getoption("gemm_isolate")))
     repros = config.getoption("gemm_repros")
     directory = (Path(repros) if Path(repros).is_absolute() else config.rootpath / repros) if repros else None
     config.stash[SETTINGS] = runner.RunSettings(backend=backend.name, mode=mode,

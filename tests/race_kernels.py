@@ -12,6 +12,7 @@ or only where programs never overlap in time, which is what a GPU does not promi
                                                             stream_k_volatile_spin
   persistent tile ownership      persistent                 persistent_shared_tile
   initialisation by program 0    zeroed_by_program_0        relies_on_program_0
+  shared memory (GPU only)                                  shared_memory_race
 """
 
 import torch
@@ -256,3 +257,29 @@ RIGHT = ("split_k", "stream_k", "persistent", "zeroed_by_program_0")
 WRONG = ("split_k_plain_partials", "stream_k_partial_before_flag", "stream_k_flag_before_partial",
          "stream_k_relaxed_flag", "stream_k_volatile_spin", "persistent_shared_tile", "relies_on_program_0")
 
+
+
+# --- shared memory (GPU only: compute-sanitizer racecheck; tests/test_gpu_racecheck.py) ----------------
+
+
+@triton.jit
+def _shared_word_race(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    # every thread stores its value into one shared word and reads it back with no barrier between: a
+    # hazard between warps, written in inline PTX (Triton itself never leaves shared memory unsynchronised)
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    y = tl.inline_asm_elementwise(
+        """{
+        .shared .align 4 .b32 racy_word;
+        st.shared.b32 [racy_word], $1;
+        ld.shared.b32 $0, [racy_word];
+        }""",
+        "=r,r", [x], dtype=tl.int32, is_pure=False, pack=1)
+    tl.store(y_ptr + offs, y)
+
+
+def shared_memory_race(a, b, c):
+    """BUG (GPU only): C is right (torch computes it), but a kernel launched first races in shared memory."""
+    x = torch.arange(256, dtype=torch.int32, device=a.device)
+    _shared_word_race[(1,)](x, torch.empty_like(x), BLOCK=256, num_warps=4)
+    torch.matmul(a, b, out=c)

@@ -63,7 +63,7 @@ def test_a_far_store_is_refused_in_the_interpreter_and_costs_nothing_else(backen
     name, w = _worker(backend, "far_out_of_bounds_write")
     try:
         with pytest.raises(OutOfBoundsAccess, match="out-of-bounds store"):
-            isolation.verdict(w.run(_example(name), timeout=300), sanitize=False)
+            isolation.verdict(w.run(_example(name), timeout=300), None)
         assert w.restarts == 0
     finally:
         w.close()
@@ -74,7 +74,7 @@ def test_an_illegal_address_on_the_gpu_costs_one_example(backend):
     name, w = _worker(backend, "far_out_of_bounds_write")
     try:
         with pytest.raises(Crashed, match="(?i)illegal|died"):
-            isolation.verdict(w.run(_example(name), timeout=300), sanitize=False)
+            isolation.verdict(w.run(_example(name), timeout=300), None)
         assert w.run(_example("tiled"), timeout=300).payload["status"] == "pass"  # a fresh process, a fresh context
         assert w.restarts == 1
     finally:

@@ -24,15 +24,15 @@ RAGGED = (130, 257, 65)  # one row, column and K element past a GPU tile boundar
 
 def _run(worker, variant, case):
     answer = worker.run(Example("reference", variant.name, case).to_dict(), timeout=900)
-    return answer, isolation.memcheck_errors(answer.log)
+    return answer, isolation.sanitizer_errors(answer.log)
 
 
 def test_memcheck_flags_the_seed_004_pattern_with_the_caching_allocator_off(backend, capsys):
     mutant = mutants.get("grouped_k_mask_only")
     case = GemmCase(*RAGGED, "fp16", "fp16")
     runner.check(mutant.variant, case, backend)  # C is right: only a memory checker can see the bug
-    plain = isolation.Worker("cuda", sanitize=True)
-    cached = isolation.Worker("cuda", sanitize=True, caching_allocator=True)
+    plain = isolation.Worker("cuda", sanitizer="memcheck")
+    cached = isolation.Worker("cuda", sanitizer="memcheck", caching_allocator=True)
     try:
         answer, errors = _run(plain, mutant.variant, case)  # memcheck stops the kernel at the bad read
         _, errors_cached = _run(cached, mutant.variant, case)
@@ -46,7 +46,7 @@ def test_memcheck_flags_the_seed_004_pattern_with_the_caching_allocator_off(back
 
 
 def test_every_builtin_variant_is_clean_under_memcheck(backend):
-    worker = isolation.Worker("cuda", sanitize=True)
+    worker = isolation.Worker("cuda", sanitizer="memcheck")
     try:
         for v in kernels.variants():
             if v.precision != "ieee":

@@ -105,6 +105,8 @@ RAISES_AT_IMPORT = "import triton\nLIMIT = 1 / 0\n\ndef matmul(a, b, c):\n    pa
     (["--gemm-dtype", "fp64"], "*--gemm-dtype: unknown dtype 'fp64'; expected one of fp16, bf16, fp32, tf32*"),
     (["--gemm-variant", "nothing*"], "*--gemm-variant nothing* matches no variant; registered: *tiled*"),
     (["--gemm-sanitize"], "*--gemm-sanitize runs compute-sanitizer on compiled kernels: it needs the cuda*"),
+    (["--gemm-racecheck"], "*--gemm-racecheck runs compute-sanitizer on compiled kernels: it needs the cuda*"),
+    (["--gemm-sanitize", "--gemm-racecheck"], "*memcheck and racecheck tools: choose one per run*"),
     (["--gemm-timeout", "0"], "*--gemm-timeout must be positive*"),
 ])
 def test_bad_options_are_refused_with_what_was_expected(pytester, args, message):

@@ -109,6 +109,12 @@ class MemcheckError(OutOfBoundsAccess):
     """compute-sanitizer's memcheck reported an invalid access (GPU)."""
 
 
+class RacecheckError(GemmFailure):
+    """compute-sanitizer's racecheck reported a shared-memory hazard between threads of a block (GPU)."""
+
+    kind = "shared-memory race"
+
+
 class Crashed(GemmFailure):
     kind = "crashed"
 

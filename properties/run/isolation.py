@@ -26,11 +26,17 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from properties.judge.failures import Crashed, GemmFailure, MemcheckError, TimedOut
+from properties.judge.failures import Crashed, GemmFailure, MemcheckError, RacecheckError, TimedOut
 from properties.worker import ANSWER
 
-MEMCHECK = ("compute-sanitizer", "--tool", "memcheck", "--leak-check", "no", "--print-limit", "20",
-            "--destroy-on-device-error", "kernel")
+# compute-sanitizer's command line per tool: memcheck sees invalid global and shared accesses; racecheck
+# sees hazards on shared memory between the threads of one block (never global memory, never between
+# programs: the interpreter's race detector covers those)
+SANITIZERS = {
+    "memcheck": ("compute-sanitizer", "--tool", "memcheck", "--leak-check", "no", "--print-limit", "20",
+                 "--destroy-on-device-error", "kernel"),
+    "racecheck": ("compute-sanitizer", "--tool", "racecheck", "--racecheck-report", "hazard", "--print-limit", "20"),
+}
 
 
 @dataclass
@@ -43,12 +49,14 @@ class Answer:
 class Worker:
     """A child process that runs examples for this one, started on first use and after a crash."""
 
-    def __init__(self, backend: str, *, kernel: dict | None = None, sanitize: bool = False,
+    def __init__(self, backend: str, *, kernel: dict | None = None, sanitizer: str | None = None,
                  caching_allocator: bool = False, start_timeout: float = 600.0):
         self.backend = backend
         self.kernel = kernel  # a user kernel to load: {"spec": ..., "signature": ...}
-        self.sanitize = sanitize
-        self.caching_allocator = caching_allocator  # under sanitize: keep PyTorch's cache (to show what it hides)
+        if sanitizer not in (None, *SANITIZERS):
+            raise ValueError(f"unknown sanitizer {sanitizer!r}; expected one of {', '.join(SANITIZERS)}")
+        self.sanitizer = sanitizer  # None, or the compute-sanitizer tool the child runs under
+        self.caching_allocator = caching_allocator  # under memcheck: keep PyTorch's cache (to show what it hides)
         self.start_timeout = start_timeout
         self.process: subprocess.Popen | None = None
         self.lines: queue.Queue = queue.Queue()
@@ -58,11 +66,11 @@ class Worker:
         cmd = [sys.executable, "-m", "properties.worker", "--backend", self.backend]
         if self.kernel:
             cmd += ["--kernel", json.dumps(self.kernel)]
-        return list(MEMCHECK) + cmd if self.sanitize else cmd
+        return list(SANITIZERS[self.sanitizer]) + cmd if self.sanitizer else cmd
 
     def _start(self) -> None:
         env = dict(os.environ, GEMM_BACKEND=self.backend, PYTHONUNBUFFERED="1")
-        if self.sanitize and not self.caching_allocator:
+        if self.sanitizer and not self.caching_allocator:
             env["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"  # else cached blocks hide small overruns
         self.process = subprocess.Popen(self.command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=subprocess.STDOUT, text=True, bufsize=1, env=env,
@@ -157,18 +165,21 @@ def _exit_text(code: int | None) -> str:
     return f"exit code {code}"
 
 
-def memcheck_errors(log: list[str]) -> list[str]:
+def sanitizer_errors(log: list[str]) -> list[str]:
     """compute-sanitizer's error reports in a worker's output."""
     reports = [line for line in log if line.startswith("=========") and "COMPUTE-SANITIZER" not in line]
-    return [line for line in reports if line.strip("= ").strip()]
+    # racecheck closes with a count ("RACECHECK SUMMARY: 0 hazards displayed"), not an error
+    return [line for line in reports if line.strip("= ").strip() and "RACECHECK SUMMARY: 0 hazards" not in line]
 
 
-def verdict(answer: Answer, sanitize: bool) -> dict:
+def verdict(answer: Answer, sanitizer: str | None) -> dict:
     """The observation of a passing answer; raises the failure a worker (or its sanitizer) reported."""
-    errors = memcheck_errors(answer.log) if sanitize else []
-    if errors:
+    errors = sanitizer_errors(answer.log) if sanitizer else []
+    if errors and sanitizer == "memcheck":
         raise MemcheckError("compute-sanitizer memcheck (caching allocator off) reports:\n" + "\n".join(errors[:12]),
                             reports=errors[:12])
+    if errors:
+        raise RacecheckError("compute-sanitizer racecheck reports:\n" + "\n".join(errors[:12]), reports=errors[:12])
     if answer.payload["status"] != "pass":
         raise GemmFailure.from_dict(answer.payload["failure"])
     return answer.payload["observation"]

@@ -35,7 +35,9 @@ from properties.report.stats import Stats
 from properties.run import backends, examples, isolation, targets
 from properties.run.examples import Example, Observation
 
-MODES = ("process", "worker", "sanitize")
+MODES = ("process", "worker", "sanitize", "racecheck")
+# the compute-sanitizer tool each GPU-only mode runs its worker under
+SANITIZER = {"sanitize": "memcheck", "racecheck": "racecheck"}
 
 
 class OutOfTime(BaseException):
@@ -45,7 +47,8 @@ class OutOfTime(BaseException):
 @dataclass(frozen=True)
 class RunSettings:
     backend: str = "interpreter"  # "interpreter" or "cuda"
-    mode: str = "process"  # "process": here; "worker": in a child; "sanitize": in a child under memcheck
+    mode: str = "process"  # "process": here; "worker": in a child; "sanitize" / "racecheck": in a child under
+    #                        compute-sanitizer memcheck / racecheck
     timeout: float = 120.0  # seconds one example may take in a worker
     shrink_seconds: float = 45.0  # what a failing test's further examples may take, in all
     repros: str | None = None  # directory for repro scripts (None: write none)
@@ -54,21 +57,29 @@ class RunSettings:
     def __post_init__(self):
         if self.mode not in MODES:
             raise ValueError(f"unknown mode {self.mode!r}; expected one of {', '.join(MODES)}")
-        if self.mode == "sanitize" and self.backend != "cuda":
-            raise ValueError("the sanitize mode runs compute-sanitizer on compiled kernels: it needs the cuda backend")
+        if self.mode in SANITIZER and self.backend != "cuda":
+            raise ValueError(f"the {self.mode} mode runs compute-sanitizer on compiled kernels: it needs the cuda "
+                             "backend")
         if self.timeout <= 0 or self.shrink_seconds < 0:
             raise ValueError(f"timeout must be positive and shrink_seconds >= 0, got {self.timeout}, "
                              f"{self.shrink_seconds}")
 
     def describe(self) -> str:
-        return {"process": "in this process", "worker": f"in a worker process, {self.timeout:g} s per example",
-                "sanitize": f"in a worker under compute-sanitizer memcheck, {self.timeout:g} s per example"}[self.mode]
+        if self.mode == "process":
+            return "in this process"
+        under = f" under compute-sanitizer {self.sanitizer}" if self.sanitizer else " process"
+        return f"in a worker{under}, {self.timeout:g} s per example"
+
+    @property
+    def sanitizer(self) -> str | None:
+        """The compute-sanitizer tool examples run under, if any."""
+        return SANITIZER.get(self.mode)
 
     @classmethod
     def for_replay(cls, data: dict, backend: str) -> RunSettings:
-        """The settings a repro script recorded, on `backend` (memcheck only where there is a GPU)."""
+        """The settings a repro script recorded, on `backend` (compute-sanitizer only where there is a GPU)."""
         mode = data["mode"]
-        if mode == "sanitize" and backend != "cuda":
+        if mode in SANITIZER and backend != "cuda":
             mode = "worker"
         return cls(backend=backend, mode=mode, timeout=data.get("timeout", 120.0), kernel=data.get("kernel"))
 
@@ -95,7 +106,7 @@ class Runner:
         self.settings = settings
         self.backend = backend
         self.stats = Stats()
-        self._workers: dict[tuple[str, bool], isolation.Worker] = {}
+        self._workers: dict[tuple[str, str | None], isolation.Worker] = {}
 
     def __enter__(self) -> Runner:
         return self
@@ -108,12 +119,12 @@ class Runner:
             w.close()
         self._workers.clear()
 
-    def worker(self, backend: str, sanitize: bool = False) -> isolation.Worker:
-        key = (backend, sanitize)
+    def worker(self, backend: str, sanitizer: str | None = None) -> isolation.Worker:
+        key = (backend, sanitizer)
         if key not in self._workers:
             kernel = self.settings.kernel
             self._workers[key] = isolation.Worker(
-                backend, sanitize=sanitize,
+                backend, sanitizer=sanitizer,
                 kernel={"spec": kernel["spec"], "signature": kernel.get("signature")} if kernel else None)
         return self._workers[key]
 
@@ -141,11 +152,12 @@ class Runner:
             return self._cross_backend(example, variant, timeout)
         if not self._in_worker(example, variant):
             return examples.execute(example, self._resolver(variant), self.backend)
-        sanitize = self.settings.mode == "sanitize"
+        sanitizer = self.settings.sanitizer
         start = time.perf_counter()
         try:
-            answer = self.worker(self.backend.name, sanitize).run(example.to_dict(), timeout=timeout, deadline=deadline)
-            observed = isolation.verdict(answer, sanitize)
+            answer = self.worker(self.backend.name, sanitizer).run(example.to_dict(), timeout=timeout,
+                                                                   deadline=deadline)
+            observed = isolation.verdict(answer, sanitizer)
         except GemmFailure as failure:
             failure.with_context(variant=example.variant or "(peers)", case=example.case.describe(),
                                  check=example.describe())
@@ -160,9 +172,9 @@ class Runner:
             return examples.execute(output, self._resolver(variant), self.backend).values
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "c.npy"
-            answer = self.worker(backend, self.settings.mode == "sanitize" and backend == "cuda").run(
+            answer = self.worker(backend, self.settings.sanitizer if backend == "cuda" else None).run(
                 output.to_dict(), timeout=timeout, output=path)
-            isolation.verdict(answer, False)
+            isolation.verdict(answer, None)
             return np.load(path)
 
     def _cross_backend(self, example: Example, variant, timeout: float) -> Observation:
