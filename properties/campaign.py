@@ -1,6 +1,7 @@
 """The fuzzing campaign: every selected (variant, dtype) pair, for a time budget.
 
     gemm-fuzz --budget 10m [--backend auto] [--dtype fp16] [--variant 'tiled*'] [--kernel my.py:matmul]
+              [--workers N] [--database DIR | redis://HOST:PORT]
 
 The budget is shared evenly among the targets (what one target overruns, the later ones give up).
 Each target runs at least one example, then stops at its deadline; a failure found before it is
@@ -8,14 +9,19 @@ shrunk and simplified within what is left of the target's share (at least a seco
 campaign keeps to its budget. Every example runs through the runner (properties.run.runner), as in
 the tests: the main property's checks, with `hypothesis.target` climbing toward the largest
 error/bound, against one example database (each target under its own key), so a failure found
-once is replayed first next time. The report directory gets summary.md, plots and a repro script
-per failure (properties/report/summary.py). Exit status 1 if any target failed; on Ctrl-C or
-SIGTERM the report of what was done so far is written, then the exit status is 130 or 143.
+once is replayed first next time; `--database` shares it between campaigns (a directory, or a Redis
+server for several hosts). With `--workers N` (default: one per GPU on a GPU host) the targets are
+split among N child campaigns running side by side (properties/run/fleet.py) and their reports are
+merged. The report directory gets summary.md, results.json, plots and a repro script per failure
+(properties/report/summary.py). Exit status 1 if any target failed; on Ctrl-C or SIGTERM the report
+of what was done so far is written, then the exit status is 130 or 143.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import re
 import signal
 import sys
@@ -40,6 +46,25 @@ class TargetResult:
     ratios: list[float] = field(default_factory=list)
     torch_ratios: list[float] = field(default_factory=list)
     limitations: int = 0
+    first_failure_at: int | None = None  # the example (1 = the first run) that first failed
+
+    def to_dict(self) -> dict:
+        return {"target_id": self.target_id, "examples": self.examples, "exact": self.exact, "seconds": self.seconds,
+                "worst_ratio": self.worst_ratio, "worst_case": self.worst_case,
+                "failure": self.failure.to_dict() if self.failure is not None else None,
+                "example": self.example.to_dict() if self.example is not None else None,
+                "repro": str(self.repro) if self.repro else None, "kinds": self.kinds, "ratios": self.ratios,
+                "torch_ratios": self.torch_ratios, "limitations": self.limitations,
+                "first_failure_at": self.first_failure_at}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> TargetResult:
+        from properties.judge.failures import GemmFailure
+        from properties.run.examples import Example
+
+        failure = GemmFailure.from_dict(data["failure"]) if data["failure"] else None
+        return cls(**{**data, "failure": failure, "repro": Path(data["repro"]) if data["repro"] else None,
+                      "example": Example.from_dict(data["example"]) if data["example"] else None})
 
 
 class Terminated(BaseException):
@@ -69,15 +94,24 @@ def run_target(target, runner, seconds: float, database=None) -> TargetResult:
     strategy = strategies.gemm_cases(target.variant, target.dtype, device_type=runner.backend.device.type,
                                      max_dim=runner.backend.max_dim)
 
+    calls = 0
+    result = TargetResult(target.id)
+
     @settings(max_examples=10**9, deadline=None, database=database, print_blob=False, verbosity=Verbosity.quiet,
               suppress_health_check=list(HealthCheck), phases=[p for p in Phase if p is not Phase.explain])
     @given(case=strategy)
     def example(case):
-        observed = prop.run(Example("reference", target.variant.name, case), target.variant)
+        nonlocal calls
+        calls += 1
+        try:
+            observed = prop.run(Example("reference", target.variant.name, case), target.variant)
+        except Exception:
+            if result.first_failure_at is None:
+                result.first_failure_at = calls
+            raise
         climb(observed.error_ratio, label="error / bound")
 
     example.hypothesis.inner_test._hypothesis_internal_add_digest = target.id.encode()  # one database key per target
-    result = TargetResult(target.id)
     try:
         example()
     except OutOfTime:
@@ -118,9 +152,20 @@ def main(argv: list[str] | None = None) -> int:
                         help="run examples in a worker process (auto: on, except built-in variants in the interpreter)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds one example may take in a worker")
     parser.add_argument("--report", type=Path, default=None, help="report directory (default reports/<time>)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="child campaigns the targets are split among (default: one per GPU on the cuda backend, "
+                             "else 1)")
+    parser.add_argument("--database", default=".hypothesis/campaign",
+                        help="the example database: a directory (default .hypothesis/campaign), or redis://HOST:PORT "
+                             "to share failures between hosts")
+    parser.add_argument("--target", action="append", help=argparse.SUPPRESS)  # a child's share, by target id
+    parser.add_argument("--until", type=float, help=argparse.SUPPRESS)  # a child's deadline (epoch seconds)
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     if args.timeout <= 0:
         parser.error(f"--timeout must be positive, got {args.timeout}")
+    if args.workers is not None and args.workers < 1:
+        parser.error(f"--workers must be at least 1, got {args.workers}")
     # overflowing and NaN inputs (near_overflow, specials) make numpy say so inside the interpreter,
     # as pyproject's filterwarnings silences for pytest
     for message in ("overflow encountered", "invalid value encountered"):
@@ -132,12 +177,14 @@ def main(argv: list[str] | None = None) -> int:
         backend = backends.activate(args.backend)
     except Exception as e:  # noqa: BLE001
         parser.error(f"--backend {args.backend}: {e}")
-    from hypothesis.database import DirectoryBasedExampleDatabase
+    try:
+        database = _database(args.database)
+    except ValueError as e:
+        parser.error(f"--database {args.database}: {e}")
 
     import kernels
-    from properties.report import summary
+    from properties.run import fleet, targets, user_kernel
     from properties.run import runner as runner_module
-    from properties.run import targets, user_kernel
 
     try:
         selectors = targets.parse_selectors(args.dtype)
@@ -155,14 +202,19 @@ def main(argv: list[str] | None = None) -> int:
     else:
         chosen = targets.targets(kernels.variants(), selectors, args.variant)
     chosen = [t for t in chosen if t.variant.runs_on(backend.name)]
+    if args.target:
+        chosen = [t for t in chosen if t.id in args.target]
     if not chosen:
         parser.error("no variant and dtype match the selection on this backend")
     directory = (args.report or Path("reports") / time.strftime("campaign-%Y%m%d-%H%M%S")).resolve()
     directory.mkdir(parents=True, exist_ok=True)
+    workers = args.workers or fleet.default_workers(backend.name)
+    if workers > 1 and len(chosen) > 1:
+        return _run_fleet(argv, fleet.shares([t.id for t in chosen], workers, backend.name), directory, backend,
+                          args.budget)
     mode = runner_module.default_mode(backend.name, kernel is not None, args.isolate)
     settings = runner_module.RunSettings(backend=backend.name, mode=mode, timeout=args.timeout,
                                          repros=str(directory / "repros"), kernel=kernel)
-    database = DirectoryBasedExampleDatabase(".hypothesis/campaign")
 
     print("\n".join(backend.header()))
     print(f"campaign: {len(chosen)} targets, {args.budget:.0f} s, examples {settings.describe()}, "
@@ -171,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     status = 0
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     started = time.monotonic()
-    end = started + args.budget
+    end = started + (args.budget if args.until is None else min(args.budget, args.until - time.time()))
     runner = runner_module.Runner(settings, backend)
     current = None
     try:
@@ -195,13 +247,81 @@ def main(argv: list[str] | None = None) -> int:
         runner.close()
         signal.signal(signal.SIGTERM, previous)
     elapsed = time.monotonic() - started
-    (directory / "summary.md").write_text(summary.summary_markdown(results, backend, args.budget, elapsed,
-                                                                   interrupted=bool(status)))
+    return _report(results, backend, args.budget, elapsed, directory, status)
+
+
+def _report(results: list[TargetResult], backend, budget: float, elapsed: float, directory: Path, status: int,
+            workers: list[dict] | None = None) -> int:
+    """summary.md, results.json and the plots; the exit status."""
+    from properties.report import summary
+
+    text = summary.summary_markdown(results, backend, budget, elapsed, interrupted=bool(status))
+    if workers:  # which worker ran where, and how fast
+        text += "\n## Workers\n\n| worker | device | targets | examples | examples/s |\n|---|---|---|---|---|\n"
+        for w in workers:
+            examples = sum(r["examples"] for r in w["results"])
+            text += (f"| {w['worker']} | {w['device']} | {len(w['results'])} | {examples} | "
+                     f"{examples / max(w['elapsed'], 1e-9):.1f} |\n")
+    (directory / "summary.md").write_text(text)
+    (directory / "results.json").write_text(json.dumps({
+        "worker": directory.name, "device": _device(backend), "elapsed": elapsed,
+        "results": [r.to_dict() for r in results], "workers": workers or []}, indent=1))
     summary.plots(results, directory)
     failed = [r for r in results if r.failure is not None]
     print(f"campaign: {sum(r.examples for r in results)} examples in {elapsed:.0f} s, {len(failed)} failing "
           f"target(s); summary in {directory / 'summary.md'}")
     return status or (1 if failed else 0)
+
+
+def _device(backend) -> str:
+    """What ran the examples: the GPU (with its index among the host's, where a worker was pinned) or the CPU."""
+    if backend.device.type != "cuda":
+        return f"CPU ({backend.device_name})"
+    import torch
+
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return f"GPU {visible if visible is not None else torch.cuda.current_device()} ({torch.cuda.get_device_name()})"
+
+
+def _run_fleet(argv: list[str], plan, directory: Path, backend, budget: float) -> int:
+    """The targets split among child campaigns (properties/run/fleet.py); one report over all of them."""
+    from properties.run import fleet
+
+    print("\n".join(backend.header()))
+    print(f"campaign: {sum(len(s.target_ids) for s in plan)} targets over {len(plan)} workers, {budget:.0f} s, "
+          f"report in {directory}", flush=True)
+    started = time.monotonic()
+    until = time.time() + budget - min(2.0, 0.1 * budget)  # time left for the merged report
+    workers, codes, interrupted = fleet.run(argv, plan, directory, until, on_line=lambda line: print(line, flush=True))
+    results = [TargetResult.from_dict(r) for w in workers for r in w["results"]]
+    for w in workers:
+        for r in w["results"]:
+            print(f"  {w['worker']} ({w['device']}): {r['target_id']:<24} {r['examples']:>6} examples  "
+                  f"{'FAIL' if r['failure'] else 'ok'}")
+    signals = [c for c in codes if c in (130, 143)]
+    status = (signals[0] if signals else 130) if interrupted or signals else 0
+    if any(c not in (0, 1, 130, 143) for c in codes) and not status:
+        status = 1  # a worker that died: its log says why
+    return _report(results, backend, budget, time.monotonic() - started, directory, status, workers)
+
+
+def _database(spec: str):
+    """The example database: a directory, or a Redis server (redis://HOST:PORT[/DB]) shared by hosts."""
+    from hypothesis.database import DirectoryBasedExampleDatabase
+
+    if not spec.startswith(("redis://", "rediss://")):
+        return DirectoryBasedExampleDatabase(spec)
+    try:
+        import redis
+        from hypothesis.extra.redis import RedisExampleDatabase
+    except ImportError:
+        raise ValueError("a Redis database needs the redis package: pip install 'triton-gemm-fuzz[redis]'") from None
+    client = redis.Redis.from_url(spec)
+    try:
+        client.ping()
+    except redis.exceptions.RedisError as e:
+        raise ValueError(f"no Redis server answers there ({e})") from None
+    return RedisExampleDatabase(client)
 
 
 def _print(i: int, total: int, target_id: str, r: TargetResult) -> None:

@@ -1,0 +1,98 @@
+"""A campaign over several processes: `gemm-fuzz --workers N` splits its targets among N child
+campaigns that run side by side, one per GPU on a GPU host, and merges what they report.
+
+Each child is a plain `gemm-fuzz` run over its share of the targets (round-robin, so every child
+gets a mix of dtypes), with the whole budget, its own report directory under the parent's
+(worker-I/) and CUDA_VISIBLE_DEVICES set to its GPU before it starts, so CUDA never sees another
+device in it. All children use the parent's example database: a failure one of them finds is
+replayed first by every later campaign that uses the same database (a directory shared between
+them, or a Redis server shared between hosts). Each child writes results.json; the parent reads
+them back as TargetResults and writes one summary over all of them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Share:
+    index: int
+    device: str | None  # the GPU index it is pinned to (CUDA_VISIBLE_DEVICES); None on the CPU
+    target_ids: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return f"worker-{self.index}"
+
+
+def default_workers(backend: str) -> int:
+    """One per GPU on the cuda backend, one on the CPU (the interpreter is one core per process)."""
+    if backend != "cuda":
+        return 1
+    import torch
+
+    return max(1, torch.cuda.device_count())
+
+
+def shares(target_ids: list[str], workers: int, backend: str) -> list[Share]:
+    """Targets dealt round-robin to at most `workers` children; on the GPU child I gets GPU I mod count."""
+    count = min(workers, len(target_ids))
+    gpus = default_workers("cuda") if backend == "cuda" else 0
+    return [Share(i, str(i % gpus) if gpus else None, tuple(target_ids[i::count])) for i in range(count)]
+
+
+def _child_command(argv: list[str], share: Share, directory: Path, until: float) -> list[str]:
+    return [sys.executable, "-m", "properties.campaign", *argv, "--workers", "1", "--until", f"{until:.3f}",
+            "--report", str(directory / share.name), *[a for t in share.target_ids for a in ("--target", t)]]
+
+
+def run(argv: list[str], plan: list[Share], directory: Path, until: float,
+        on_line=print) -> tuple[list[dict], list[int], bool]:
+    """Run the children to their end, each stopping its examples by `until` (epoch seconds: their
+    start-up counts against the budget); Ctrl-C and SIGTERM are passed on to them, and they write
+    their reports. Returns their results.json contents, their exit codes, and whether it was interrupted."""
+    children = []
+    for share in plan:
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        if share.device is not None:
+            env["CUDA_VISIBLE_DEVICES"] = share.device
+        log = open(directory / f"{share.name}.log", "w")  # noqa: SIM115  closed below
+        children.append((share, subprocess.Popen(_child_command(argv, share, directory, until), stdout=log,
+                                                 stderr=subprocess.STDOUT, env=env, start_new_session=True), log))
+        on_line(f"campaign: {share.name} on {'GPU ' + share.device if share.device else 'the CPU'}: "
+                f"{len(share.target_ids)} target(s), log in {directory / (share.name + '.log')}")
+    interrupted = False
+
+    def forward(signum, frame):
+        nonlocal interrupted
+        interrupted = True
+        for _, process, _ in children:
+            if process.poll() is None:
+                os.killpg(process.pid, signum)
+
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        while any(p.poll() is None for _, p, _ in children):
+            time.sleep(0.2)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        for _, _, log in children:
+            log.close()
+    results, codes = [], []
+    for share, process, _ in children:
+        codes.append(process.returncode)
+        path = directory / share.name / "results.json"
+        if path.exists():
+            results.append(json.loads(path.read_text()))
+        else:
+            on_line(f"campaign: {share.name} wrote no results (exit code {process.returncode}); see its log")
+    return results, codes, interrupted

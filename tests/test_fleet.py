@@ -1,0 +1,140 @@
+"""A campaign over several workers, and failures shared through one example database: the targets
+are dealt among child campaigns whose reports merge into one, and a failure one campaign found is
+the first example another campaign runs when they share a database (a directory, or a Redis server
+on loopback)."""
+
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from properties.run import fleet
+
+# Right while M fits one row of tiles; with M > 16 the grid floors M / 16 and the last ragged row of
+# tiles is never written. The first example Hypothesis runs (1x1x1) passes, random ones soon fail.
+FLOORED_GRID = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _k(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn, BM: tl.constexpr):
+    m = tl.program_id(0) * BM + tl.arange(0, BM)
+    n = tl.program_id(1) * BM + tl.arange(0, BM)
+    kk = tl.arange(0, BM)
+    acc = tl.zeros((BM, BM), dtype=tl.float32)
+    for k in range(0, K, BM):
+        x = tl.load(a + m[:, None] * sam + (k + kk)[None, :] * sak, mask=(m[:, None] < M) & ((k + kk)[None, :] < K),
+                    other=0.0)
+        y = tl.load(b + (k + kk)[:, None] * sbk + n[None, :] * sbn, mask=((k + kk)[:, None] < K) & (n[None, :] < N),
+                    other=0.0)
+        acc = tl.dot(x, y, acc, input_precision="ieee")
+    tl.store(c + m[:, None] * scm + n[None, :] * scn, acc.to(c.dtype.element_ty),
+             mask=(m[:, None] < M) & (n[None, :] < N))
+
+
+def matmul(a, b, c):
+    rows = max(1, a.shape[0] // 16)  # BUG: floors; triton.cdiv(M, 16) is right
+    _k[(rows, triton.cdiv(b.shape[1], 16))](a, b, c, a.shape[0], b.shape[1], a.shape[1],
+                                           *a.stride(), *b.stride(), *c.stride(), BM=16)
+"""
+
+
+def test_targets_are_dealt_round_robin_and_gpus_assigned_in_turn(monkeypatch):
+    ids = ["tiled-fp16", "tiled-bf16", "grouped-fp16", "grouped-bf16", "naive-fp16"]
+    plan = fleet.shares(ids, 2, "interpreter")
+    assert [s.target_ids for s in plan] == [("tiled-fp16", "grouped-fp16", "naive-fp16"),
+                                            ("tiled-bf16", "grouped-bf16")]
+    assert [s.device for s in plan] == [None, None]
+    assert len(fleet.shares(ids[:1], 4, "interpreter")) == 1  # no idle workers
+    monkeypatch.setattr(fleet, "default_workers", lambda backend: 2)
+    assert [s.device for s in fleet.shares(ids, 3, "cuda")] == ["0", "1", "0"]
+
+
+def _fuzz(cwd, *args, timeout=600):
+    return subprocess.run([sys.executable, "-m", "properties.campaign", "--backend", "interpreter", *args],
+                          capture_output=True, text=True, cwd=cwd, timeout=timeout)
+
+
+def _results(report) -> dict:
+    return {r["target_id"]: r for r in json.loads((report / "results.json").read_text())["results"]}
+
+
+def test_two_workers_split_the_targets_and_merge_one_report(tmp_path):
+    (tmp_path / "floored.py").write_text(FLOORED_GRID)
+    report = tmp_path / "report"
+    run = _fuzz(tmp_path, "--kernel", "floored.py:matmul", "--dtype", "fp16", "--dtype", "bf16", "--budget", "40s",
+                "--workers", "2", "--report", str(report))
+    assert run.returncode == 1, run.stdout + run.stderr  # the bug is found
+    assert "over 2 workers" in run.stdout
+    results = _results(report)
+    assert len(results) == 2 and all(r["failure"] for r in results.values()), results
+    merged = json.loads((report / "results.json").read_text())
+    assert sorted(w["worker"] for w in merged["workers"]) == ["worker-0", "worker-1"]
+    assert {tuple(r["target_id"] for r in w["results"]) for w in merged["workers"]} == {
+        (t,) for t in results}  # each worker ran one target
+    summary = (report / "summary.md").read_text()
+    assert "## Workers" in summary and summary.count("| worker-") == 2
+    assert all(Path(r["repro"]).exists() for r in results.values())  # the workers' repro scripts
+
+
+def _shared_database_replays_first(tmp_path, database: str, fresh: str) -> None:
+    (tmp_path / "floored.py").write_text(FLOORED_GRID)
+    common = ["--kernel", "floored.py:matmul", "--dtype", "fp16", "--budget", "25s"]
+    first = _fuzz(tmp_path, *common, "--database", database, "--report", str(tmp_path / "first"))
+    assert first.returncode == 1, first.stdout + first.stderr
+    found = next(iter(_results(tmp_path / "first").values()))
+    second = _fuzz(tmp_path, *common, "--database", database, "--report", str(tmp_path / "second"))
+    assert second.returncode == 1, second.stdout + second.stderr
+    replayed = next(iter(_results(tmp_path / "second").values()))
+    assert replayed["first_failure_at"] == 1, replayed  # its first example was the saved failure
+    assert replayed["example"]["case"] == found["example"]["case"]
+    control = _fuzz(tmp_path, *common, "--database", fresh, "--report", str(tmp_path / "control"))
+    assert control.returncode == 1, control.stdout + control.stderr
+    assert next(iter(_results(tmp_path / "control").values()))["first_failure_at"] > 1  # 1x1x1 passes
+
+
+def test_campaigns_sharing_a_database_directory_replay_each_others_failures_first(tmp_path):
+    _shared_database_replays_first(tmp_path, str(tmp_path / "shared-db"), str(tmp_path / "fresh-db"))
+
+
+@pytest.fixture
+def redis_url():
+    server = shutil.which("redis-server")
+    if server is None:
+        pytest.skip("needs redis-server (Debian: apt-get install redis-server); .ci/run installs it where it can")
+    pytest.importorskip("redis", reason="needs the redis package: pip install -e '.[redis]'")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    process = subprocess.Popen([server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_campaigns_sharing_a_redis_database_replay_each_others_failures_first(tmp_path, redis_url):
+    _shared_database_replays_first(tmp_path, redis_url + "/0", redis_url + "/1")
+
+
+def test_an_unreachable_redis_database_is_a_usage_error(tmp_path):
+    pytest.importorskip("redis", reason="needs the redis package: pip install -e '.[redis]'")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens there once closed
+    run = _fuzz(tmp_path, "--variant", "tiled", "--dtype", "fp16", "--budget", "5s",
+                "--database", f"redis://127.0.0.1:{port}")
+    assert run.returncode == 2 and "no Redis server answers there" in run.stderr, run.stderr
