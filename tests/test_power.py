@@ -1,6 +1,6 @@
 """The suite's power per draw on the wrong-kernel classes its oracle was once blind to: each is exposed
-by at least a quarter of single draws for every dtype it applies to, so the CI profile's 25 examples
-miss it with probability below 0.1% (python -m properties.evaluation.power prints the whole table)."""
+by at least a quarter of single draws on its first dtype, so the CI profile's 25 examples miss it with
+probability below 0.1%. docs/power.md has every dtype (`python -m properties.evaluation.power`)."""
 
 import pytest
 

@@ -11,7 +11,7 @@ from kernels.dtypes import ALL_DTYPES
 from kernels.registry import Variant
 from properties.judge import oracles, relations
 from properties.judge.failures import NotBitExact, ValueOutOfBound
-from properties.model.cases import COL, GemmCase, materialize
+from properties.model.cases import COL, GemmCase, bits_of, materialize
 from properties.run import examples
 
 
@@ -82,6 +82,20 @@ def test_scale_does_not_apply_where_it_would_overflow(backend):
     assert not relations.scale(RIGHT, _launch(backend), ops, first, k=3)
     integers = _first(RIGHT, GemmCase(2, 2, 4, "int8", "int32"), backend)
     assert not relations.scale(RIGHT, _launch(backend), *integers, k=1)
+
+
+def test_scale_does_not_apply_where_products_or_b_leave_the_normal_range(backend):
+    """Scaling A by 2**-1 with subnormal-range B (or products near the accumulator's smallest normal)
+    would make a correct kernel round differently by one ulp: the relation must decline."""
+    ops, first = _first(RIGHT, GemmCase(2, 2, 4, "fp16", "fp16", profile="subnormal", seed=0), backend)
+    assert not relations.scale(RIGHT, _launch(backend), ops, first, k=-1)
+    ops = materialize(GemmCase(2, 2, 4, "fp16", "fp16"), backend.device)  # A all ones: only B is near the edge
+    ops.b.view.fill_(1.5 * 2.0**-12)  # 6x fp16's smallest normal; halved, 3x: within the 4x margin
+    ops.b.before = bits_of(ops.b.buffer)  # the new values are the inputs
+    examples.launch(RIGHT, ops, backend)
+    first = relations.observed(oracles.against_reference(ops, RIGHT.precision))
+    assert not relations.scale(RIGHT, _launch(backend), ops, first, k=-1)
+    assert relations.scale(RIGHT, _launch(backend), ops, first, k=1)  # doubling keeps everything normal
 
 
 def test_flipped_layouts_describe_the_transpose():
