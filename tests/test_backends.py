@@ -44,6 +44,7 @@ def test_interpreter_probes_pass_after_the_fixes(backend):
     assert fixes.masked_off_lanes_are_poisoned()
     assert fixes.fp8_widening_is_exact()
     assert fixes.explicit_rounding_is_faithful()
+    assert fixes.bf16_widening_is_exact()
     assert any("#11584" in e for e in backend.emulations) or fixes.bf16_dot_is_exact()
 
 
@@ -65,6 +66,11 @@ def test_the_gpu_widens_every_fp8_pattern_exactly_in_a_dot(backend):
 @pytest.mark.gpu
 def test_the_gpu_rounds_explicit_downcasts_the_way_the_interpreter_emulates(backend):
     assert fixes.explicit_rounding_is_faithful(backend.device)
+
+
+@pytest.mark.gpu
+def test_the_gpu_widens_every_bf16_pattern_exactly(backend):
+    assert fixes.bf16_widening_is_exact(backend.device)
 
 
 def test_round_fp32_toward_zero_keeps_overflow_finite():

@@ -12,6 +12,9 @@ faithful emulation exists, fixed for this process. `apply()` returns what it app
                  back to nearest even, as the GPU's bf16 arithmetic rounds.
   bf16 cast      fp32 -> bf16 conversions (`.to(tl.bfloat16)`) truncate, where the GPU rounds to nearest
                  even (cvt.rn.bf16.f32): they are rounded to nearest even. No upstream issue found.
+  bf16 widening  bf16 -> fp32 conversions renormalize subnormals and then clamp the exponent, so a
+                 subnormal bf16 comes out as another number or 0 (Inf * subnormal became NaN); the GPU
+                 widens exactly (the bits are fp32's top half): they are widened exactly.
   undefined      a masked tl.load without `other` leaves masked-off lanes undefined on the GPU (their
                  registers keep whatever they held; triton-lang/triton#737), but the interpreter fills
                  them with zeros, which hides the bug: they are filled with poison instead (NaN for
@@ -225,6 +228,34 @@ def _patch_bf16_ops() -> None:
     builder.binary_op, builder.unary_op = binary_op, unary_op
 
 
+def _patch_bf16_widening() -> None:
+    original = _interp.InterpreterBuilder.cast_impl
+
+    def cast_impl(self, src, dst_type):
+        if src.dtype.scalar == tl.bfloat16 and dst_type.scalar == tl.float32:
+            return _bf16_as_fp32(src)
+        return original(self, src, dst_type)
+
+    _interp.InterpreterBuilder.cast_impl = cast_impl
+
+
+def bf16_widening_is_exact(device="cpu") -> bool:
+    """Every bf16 bit pattern widened to fp32 in a kernel as torch widens it (NaN as NaN)."""
+    x = torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16).view(torch.bfloat16)
+    y = torch.empty(x.numel(), dtype=torch.float32, device=device)
+    _widen_probe[(x.numel() // 1024,)](x.to(device), y, BLOCK=1024)
+    expected = x.float()
+    nan = expected.isnan()
+    return torch.equal(y.cpu()[~nan].view(torch.int32), expected[~nan].view(torch.int32)) and \
+        bool(y.cpu()[nan].isnan().all())
+
+
+@triton.jit
+def _widen_probe(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs).to(tl.float32))
+
+
 def _patch_bf16_cast() -> None:
     original = _interp.InterpreterBuilder.cast_impl
 
@@ -409,6 +440,11 @@ def apply() -> list[str]:
         if not bf16_cast_rounds_to_nearest_even():
             raise RuntimeError("fp32 -> bf16 casts still do not round to nearest even after the fix")
         applied.append("bf16 cast: fp32 -> bf16 rounded to nearest even, as cvt.rn.bf16.f32 does (it truncated)")
+    if not bf16_widening_is_exact():
+        _patch_bf16_widening()
+        if not bf16_widening_is_exact():
+            raise RuntimeError("bf16 -> fp32 conversions are still inexact in the interpreter after the fix")
+        applied.append("bf16 widening: bf16 -> fp32 exact (subnormals came out as other numbers or 0)")
     if not bf16_ops_are_faithful():
         _patch_bf16_ops()
         if not bf16_ops_are_faithful():
