@@ -28,11 +28,16 @@ from pathlib import Path
 @dataclass
 class TargetResult:
     target_id: str
+    variant: str = ""
+    dtype: str = ""  # the dtype selector (fp16, ..., tf32)
     examples: int = 0
     exact: int = 0
     seconds: float = 0.0
-    worst_ratio: float | None = None
+    worst_ratio: float | None = None  # of the passing examples
     worst_case: str = ""
+    failures: int = 0  # failing examples (the failure and its shrinking steps)
+    failing_ratio: float | None = None  # the largest error / bound of a failing example, where it has one
+    failing_case: str = ""
     failure: object = None  # the reported GemmFailure
     example: object = None  # and its (simplified) example
     repro: Path | None = None
@@ -77,7 +82,7 @@ def run_target(target, runner, seconds: float, database=None) -> TargetResult:
         climb(observed.error_ratio, label="error / bound")
 
     example.hypothesis.inner_test._hypothesis_internal_add_digest = target.id.encode()  # one database key per target
-    result = TargetResult(target.id)
+    result = TargetResult(target.id, target.variant.name, target.selector)
     try:
         example()
     except OutOfTime:
@@ -97,6 +102,7 @@ def _fill(result: TargetResult, stats) -> None:
         return
     result.examples, result.exact, result.kinds = stats.examples, stats.exact, dict(stats.kinds)
     result.worst_ratio, result.worst_case = stats.worst_ratio, stats.worst_case
+    result.failures, result.failing_ratio, result.failing_case = stats.failures, stats.failing_ratio, stats.failing_case
     result.ratios, result.torch_ratios = list(stats.ratios), list(stats.torch_ratios)
     result.limitations = stats.limitations
 
@@ -176,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     current = None
     try:
         for i, t in enumerate(chosen, 1):
-            current = TargetResult(t.id)
+            current = TargetResult(t.id, t.variant.name, t.selector)
             share = max(0.0, end - time.monotonic()) / (len(chosen) - i + 1)  # an overrun shrinks later shares
             r = run_target(t, runner, share, database)
             results.append(r)
@@ -205,8 +211,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _print(i: int, total: int, target_id: str, r: TargetResult) -> None:
+    from properties.report import stats
+
     verdict = "FAIL" if r.failure is not None else "ok"
-    worst = "-" if r.worst_ratio is None else f"{r.worst_ratio:.3g}"
+    worst = stats.worst(r)[0]
     print(f"[{i}/{total}] {target_id:<24} {r.examples:>6} examples {r.seconds:7.1f} s  worst error/bound {worst}  "
           f"{verdict}", flush=True)
     if r.failure is not None:
