@@ -6,7 +6,8 @@ each xdist worker its own GPU and chooses the backend; it turns the options into
 (kept in `config.stash`), loads a Hypothesis profile, parametrizes the tests that ask for `target`,
 `agreement_group` or `corpus_case`, gives each test a `gemm` fixture through which every example runs
 (properties.run.runner), shortens a failing example's report to what was wrong and how to replay it,
-and ends with a table of what every target's examples measured.
+and ends with each distinct bug once (properties/report/bugs.py) and a table of what every target's
+examples measured.
 
 A bad invocation is a one-line usage error (exit status 4), never an internal error.
 """

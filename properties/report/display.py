@@ -30,7 +30,7 @@ def lines(failure) -> list[str]:
         body = body[:MAX_MESSAGE_LINES] + [f"... ({len(body) - MAX_MESSAGE_LINES} more lines in the repro's output)"]
     out = [head]
     if context.get("check"):
-        out.append(f"  check: {context['check']}")
+        out += textwrap.wrap(f"check: {context['check']}", WIDTH, initial_indent="  ", subsequent_indent="    ")
     out += ["  " + line for line in body]
     repro = getattr(failure, "repro", None)
     if repro is not None:
