@@ -9,8 +9,6 @@ import torch
 from kernels import mode
 from kernels.registry import Variant
 
-_NAMES = ("A", "B", "C")
-
 
 def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
@@ -70,13 +68,46 @@ def _starts_inside(starts: np.ndarray, others: np.ndarray, width: int) -> bool:
     return bool(np.any(starts[found] < others[i[found]] + width))
 
 
+def _check_tensor(name: str, t, what: str) -> None:
+    """What every operand must be: a 2-D tensor with data, outside autograd."""
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if t.is_meta:
+        raise ValueError(f"{name} is a meta tensor (a shape without data): a kernel needs {name}'s values; pass a "
+                         "tensor on the CPU (interpreter) or on a CUDA device")
+    if t.requires_grad:
+        raise ValueError(f"{name} requires grad: the kernels write into C as torch's out= functions do, which "
+                         f"autograd does not follow; pass {name}.detach() (no gradient flows through these kernels)")
+    if t.dim() != 2:
+        raise ValueError(f"{name} must be 2-D ({what}), got {t.dim()}-D with shape {tuple(t.shape)}")
+
+
+def _check_machine(variant: Variant, tensors: dict[str, torch.Tensor]) -> None:
+    """One device for every operand, the one the kernels run on, and a machine the variant runs on."""
+    devices = {name: t.device for name, t in tensors.items()}
+    if len(set(devices.values())) != 1:
+        where = ", ".join(f"{n} on {d}" for n, d in devices.items())
+        raise ValueError(f"{' and '.join(tensors)} must be on one device; got {where}")
+    device = next(iter(devices.values()))
+    backend = mode.configure()
+    if backend == "cuda" and device.type != "cuda":
+        raise ValueError(
+            f"{' and '.join(tensors)} are on {device} but the kernels are compiled for CUDA (backend 'cuda'); "
+            "move them to the GPU or use the interpreter backend"
+        )
+    req = variant.requirements
+    if req.cuda and backend != "cuda":
+        raise ValueError(f"variant {variant.name!r} needs a CUDA GPU (compiled kernels); the backend is {backend!r}")
+    if req.min_capability and torch.cuda.get_device_capability(device) < req.min_capability:
+        need = ".".join(map(str, req.min_capability))
+        have = ".".join(map(str, torch.cuda.get_device_capability(device)))
+        raise ValueError(f"variant {variant.name!r} needs compute capability >= {need}; this GPU has {have}")
+
+
 def _check_inputs(variant: Variant, a, b) -> tuple[int, int, int]:
-    for name, t in (("A", a), ("B", b)):
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-        if t.dim() != 2:
-            what = {"A": "M x K", "B": "K x N"}[name]
-            raise ValueError(f"{name} must be 2-D ({what}), got {t.dim()}-D with shape {tuple(t.shape)}")
+    """A's and B's types, shapes and dtypes (A first)."""
+    _check_tensor("A", a, "M x K")
+    _check_tensor("B", b, "K x N")
     (M, K), (K2, N) = a.shape, b.shape
     if K2 != K:
         raise ValueError(f"B has {K2} rows but A has {K} columns (K): the inner dimensions must match")
@@ -91,18 +122,26 @@ def _check_inputs(variant: Variant, a, b) -> tuple[int, int, int]:
 
 
 def allocate_output(variant: Variant, a, b) -> torch.Tensor:
-    """A fresh M x N output in the variant's default output dtype for these inputs."""
+    """A fresh M x N output in the variant's default output dtype for these inputs, once A and B pass
+    (so a bad A is named before a C of A's M rows is allocated)."""
     M, N, _ = _check_inputs(variant, a, b)
+    _check_machine(variant, {"A": a, "B": b})
+    for name, t in (("A", a), ("B", b)):
+        _check_requirements(variant, name, t)
+    limit = variant.requirements.max_offset
+    if limit is not None and M * N - 1 > limit:
+        raise ValueError(
+            f"A has {M} rows (M) and B {N} columns (N): C, M x N, would reach element offset {M * N - 1}, past "
+            f"{limit}, the largest offset variant {variant.name!r} can index (32-bit offset arithmetic)"
+        )
     return torch.empty((M, N), dtype=variant.dtypes[a.dtype][0], device=a.device)
 
 
 def check(variant: Variant, a, b, c) -> tuple[int, int, int]:
-    """Validate operands for `variant`; return (M, N, K). Raises TypeError or ValueError."""
+    """Validate operands for `variant`; return (M, N, K). Raises TypeError or ValueError naming the first
+    operand at fault (A, then B, then C)."""
     M, N, K = _check_inputs(variant, a, b)
-    if not isinstance(c, torch.Tensor):
-        raise TypeError(f"C must be a torch.Tensor, got {type(c).__name__}")
-    if c.dim() != 2:
-        raise ValueError(f"C must be 2-D (M x N), got {c.dim()}-D with shape {tuple(c.shape)}")
+    _check_tensor("C", c, "M x N")
     if tuple(c.shape) != (M, N):
         raise ValueError(f"C has shape {tuple(c.shape)}; expected (M, N) = ({M}, {N}) for A {M}x{K} and B {K}x{N}")
     outs = variant.dtypes[a.dtype]
@@ -111,32 +150,13 @@ def check(variant: Variant, a, b, c) -> tuple[int, int, int]:
             f"C has dtype {_dtype_name(c.dtype)}; for {_dtype_name(a.dtype)} inputs variant {variant.name!r} "
             f"writes {', '.join(_dtype_name(d) for d in outs)}"
         )
-
-    devices = {name: t.device for name, t in zip(_NAMES, (a, b, c))}
-    if len(set(devices.values())) != 1:
-        where = ", ".join(f"{n} on {d}" for n, d in devices.items())
-        raise ValueError(f"A, B and C must be on one device; got {where}")
-    backend = mode.configure()
-    if backend == "cuda" and a.device.type != "cuda":
-        raise ValueError(
-            f"A, B and C are on {a.device} but the kernels are compiled for CUDA (backend 'cuda'); "
-            "move them to the GPU or use the interpreter backend"
-        )
-    req = variant.requirements
-    if req.cuda and backend != "cuda":
-        raise ValueError(f"variant {variant.name!r} needs a CUDA GPU (compiled kernels); the backend is {backend!r}")
-    if req.min_capability and torch.cuda.get_device_capability(a.device) < req.min_capability:
-        need = ".".join(map(str, req.min_capability))
-        have = ".".join(map(str, torch.cuda.get_device_capability(a.device)))
-        raise ValueError(f"variant {variant.name!r} needs compute capability >= {need}; this GPU has {have}")
-
+    _check_machine(variant, {"A": a, "B": b, "C": c})
     if has_internal_overlap(c):
         raise ValueError(f"C has strides {c.stride()} so two of its elements share memory; C must not overlap itself")
     for name, t in (("A", a), ("B", b)):
         if overlaps(c, t):
             raise ValueError(f"C overlaps {name} in memory; the output must not alias an input")
-
-    for name, t in zip(_NAMES, (a, b, c)):
+    for name, t in (("A", a), ("B", b), ("C", c)):
         _check_requirements(variant, name, t)
     return M, N, K
 

@@ -20,6 +20,7 @@ of what was done so far is written, then the exit status is 130 or 143.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import re
@@ -34,11 +35,16 @@ from pathlib import Path
 @dataclass
 class TargetResult:
     target_id: str
+    variant: str = ""
+    dtype: str = ""  # the dtype selector (fp16, ..., tf32)
     examples: int = 0
     exact: int = 0
     seconds: float = 0.0
-    worst_ratio: float | None = None
+    worst_ratio: float | None = None  # of the passing examples
     worst_case: str = ""
+    failures: int = 0  # failing examples (the failure and its shrinking steps)
+    failing_ratio: float | None = None  # the largest error / bound of a failing example, where it has one
+    failing_case: str = ""
     failure: object = None  # the reported GemmFailure
     example: object = None  # and its (simplified) example
     repro: Path | None = None
@@ -49,13 +55,10 @@ class TargetResult:
     first_failure_at: int | None = None  # the example (1 = the first run) that first failed
 
     def to_dict(self) -> dict:
-        return {"target_id": self.target_id, "examples": self.examples, "exact": self.exact, "seconds": self.seconds,
-                "worst_ratio": self.worst_ratio, "worst_case": self.worst_case,
-                "failure": self.failure.to_dict() if self.failure is not None else None,
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {**data, "failure": self.failure.to_dict() if self.failure is not None else None,
                 "example": self.example.to_dict() if self.example is not None else None,
-                "repro": str(self.repro) if self.repro else None, "kinds": self.kinds, "ratios": self.ratios,
-                "torch_ratios": self.torch_ratios, "limitations": self.limitations,
-                "first_failure_at": self.first_failure_at}
+                "repro": str(self.repro) if self.repro else None}
 
     @classmethod
     def from_dict(cls, data: dict) -> TargetResult:
@@ -95,7 +98,7 @@ def run_target(target, runner, seconds: float, database=None) -> TargetResult:
                                      max_dim=runner.backend.max_dim)
 
     calls = 0
-    result = TargetResult(target.id)
+    result = TargetResult(target.id, target.variant.name, target.selector)
 
     @settings(max_examples=10**9, deadline=None, database=database, print_blob=False, verbosity=Verbosity.quiet,
               suppress_health_check=list(HealthCheck), phases=[p for p in Phase if p is not Phase.explain])
@@ -131,6 +134,7 @@ def _fill(result: TargetResult, stats) -> None:
         return
     result.examples, result.exact, result.kinds = stats.examples, stats.exact, dict(stats.kinds)
     result.worst_ratio, result.worst_case = stats.worst_ratio, stats.worst_case
+    result.failures, result.failing_ratio, result.failing_case = stats.failures, stats.failing_ratio, stats.failing_case
     result.ratios, result.torch_ratios = list(stats.ratios), list(stats.torch_ratios)
     result.limitations = stats.limitations
 
@@ -228,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     current = None
     try:
         for i, t in enumerate(chosen, 1):
-            current = TargetResult(t.id)
+            current = TargetResult(t.id, t.variant.name, t.selector)
             share = max(0.0, end - time.monotonic()) / (len(chosen) - i + 1)  # an overrun shrinks later shares
             r = run_target(t, runner, share, database)
             results.append(r)
@@ -325,8 +329,10 @@ def _database(spec: str):
 
 
 def _print(i: int, total: int, target_id: str, r: TargetResult) -> None:
+    from properties.report import stats
+
     verdict = "FAIL" if r.failure is not None else "ok"
-    worst = "-" if r.worst_ratio is None else f"{r.worst_ratio:.3g}"
+    worst = stats.worst(r)[0]
     print(f"[{i}/{total}] {target_id:<24} {r.examples:>6} examples {r.seconds:7.1f} s  worst error/bound {worst}  "
           f"{verdict}", flush=True)
     if r.failure is not None:

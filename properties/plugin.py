@@ -6,7 +6,8 @@ each xdist worker its own GPU and chooses the backend; it turns the options into
 (kept in `config.stash`), loads a Hypothesis profile, parametrizes the tests that ask for `target`,
 `agreement_group` or `corpus_case`, gives each test a `gemm` fixture through which every example runs
 (properties.run.runner), shortens a failing example's report to what was wrong and how to replay it,
-and ends with a table of what every target's examples measured.
+and ends with each distinct bug once (properties/report/bugs.py) and a table of what every target's
+examples measured.
 
 A bad invocation is a one-line usage error (exit status 4), never an internal error.
 """
@@ -58,9 +59,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--gemm-repros", default="repros", metavar="DIR",
                     help="where repro scripts of failures are written and replayed from (default repros; "
                          "'' to write none)")
-    group.addoption("--gemm-failure-log", default=None, metavar="FILE",
-                    help="append each failing test's report to FILE as soon as it fails (for runs that may "
-                         "be cut short)")
     group.addoption("--gemm-order-seed", type=int, default=None, metavar="N",
                     help="run the tests in a random order (seed N), to show no test depends on another")
     parser.addini("gemm_suite", type="bool", default=False,
@@ -369,30 +367,31 @@ def gemm(request: pytest.FixtureRequest, gemm_runner):
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
     if call.when == "call" and report.failed and call.excinfo is not None and SELECTION in item.config.stash:
-        from properties.report import display
+        from properties.report import bugs, display
 
-        if item.config.getoption("tbstyle") in ("auto", "short"):
-            short = display.longrepr(call.excinfo.value, str(item.path))
-            if short is not None:
-                report.longrepr = short
+        failures = display.failures(call.excinfo.value) or []
+        # plain data, so it travels with the report from an xdist worker to the summary
+        report.gemm_failures = [bugs.record(f, item.originalname, display.headline(f)) for f in failures]
+        if failures and item.config.getoption("tbstyle") in ("auto", "short"):
+            report.longrepr = display.longrepr(failures, str(item.path))
     return report
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     config = _CONFIG[0] if _CONFIG else None
-    path = config and config.getoption("gemm_failure_log")
-    if path and report.failed and not hasattr(config, "workerinput"):  # the controller (or a plain run) writes
-        with open(path, "a") as log:
-            log.write(f"=== {report.nodeid} ({report.when})\n{report.longreprtext}\n\n")
+    if config is not None and _FAILURES in config.stash and not hasattr(config, "workerinput"):
+        config.stash[_FAILURES] += getattr(report, "gemm_failures", [])
 
 
 _CONFIG: list = []
+_FAILURES = pytest.StashKey[list]()  # every failing test's failures (bugs.record), in the controller
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
     _CONFIG[:] = [session.config]
     session.config.stash[_RUNNERS] = []
+    session.config.stash[_FAILURES] = []
 
 
 def _stats(config: pytest.Config) -> dict:
@@ -422,7 +421,15 @@ def pytest_testnodedown(node, error) -> None:
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
     if SELECTION not in config.stash:
         return
+    from properties.report import bugs
     from properties.report.stats import TargetStats, table
+
+    found = bugs.summary(config.stash.get(_FAILURES, []))
+    if found:
+        count = len(bugs.group(config.stash[_FAILURES]))
+        terminalreporter.section(f"GEMM failures: {count} distinct bug{'s' * (count > 1)}")
+        for line in found:
+            terminalreporter.write_line(line)
 
     merged = {}
     for target_id, values in _stats(config).items():

@@ -56,9 +56,30 @@ def test_refuses_wrong_types_and_dtypes(variant, backend):
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
+def test_refuses_meta_tensors(variant, backend):
+    a, b, c = _operands(variant, backend.device)
+    _refused(variant, a.to("meta"), b.to("meta"), c, ValueError, r"A is a meta tensor \(a shape without data\)")
+    _refused(variant, a, b.to("meta"), c, ValueError, r"B is a meta tensor")
+    _refused(variant, a, b, c.to("meta"), ValueError, r"C is a meta tensor")
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_refuses_operands_that_require_grad(variant, backend):
+    a, b, c = _operands(variant, backend.device)
+    if not a.is_floating_point():
+        a, b, c = a.half(), b.half(), c.half()
+    grad = r"{} requires grad: the kernels write into C as torch's out= functions do.*pass {}.detach\(\)"
+    _refused(variant, a.clone().requires_grad_(), b, c, ValueError, grad.format("A", "A"))
+    _refused(variant, a, b.clone().requires_grad_(), c, ValueError, grad.format("B", "B"))
+    _refused(variant, a, b, c.clone().requires_grad_(), ValueError, grad.format("C", "C"))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("variant", VARIANTS)
 def test_refuses_tensors_on_different_devices(variant, backend):
     a, b, c = _operands(variant, backend.device)
-    _refused(variant, a, b.to("meta"), c, ValueError, r"A, B and C must be on one device; got A on .*, B on meta")
+    _refused(variant, a, b.cpu(), c, ValueError, r"A and B must be on one device; got A on cuda.*, B on cpu")
+    _refused(variant, a, b, c.cpu(), ValueError, r"A and B and C must be on one device; got .*, C on cpu")
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -90,6 +111,39 @@ def test_matmul_allocates_the_output_and_names_unknown_variants(backend):
         kernels.matmul(a, b, variant="nope")
     with pytest.raises(TypeError, match="A has dtype float64"):
         kernels.matmul(a.double(), b.double())
+
+
+def test_matmul_refuses_meta_and_autograd_inputs_before_allocating(backend):
+    a = torch.ones(3, 4, dtype=torch.float16, device=backend.device)
+    b = torch.ones(4, 2, dtype=torch.float16, device=backend.device)
+    with pytest.raises(ValueError, match="A is a meta tensor"):
+        kernels.matmul(a.to("meta"), b)
+    with pytest.raises(ValueError, match="B is a meta tensor"):
+        kernels.matmul(a, b.to("meta"))
+    with pytest.raises(ValueError, match=r"A requires grad.*autograd does not follow"):
+        kernels.matmul(a.clone().requires_grad_(), b)
+    with pytest.raises(ValueError, match=r"C requires grad"):
+        kernels.matmul(a, b, out=torch.empty(3, 2, dtype=torch.float16, device=backend.device, requires_grad=True))
+
+
+def test_matmul_checks_a_then_b_before_allocating_c(backend, monkeypatch):
+    """A bad A (then B) is named before C is allocated: with A's M huge, allocating C first would fail
+    on a C the caller never passed (or take all memory)."""
+    huge = 2**40  # rows of an expanded A (stride 0): no memory, but C would need 2**40 x N elements
+    a = torch.ones(1, 4, dtype=torch.float16, device=backend.device).expand(huge, 4)
+    b = torch.ones(4, 2, dtype=torch.float16, device=backend.device)
+    allocated = []
+    monkeypatch.setattr(torch, "empty", lambda *args, **kw: allocated.append(args) or pytest.fail("C allocated"))
+    with pytest.raises(ValueError, match=r"A has strides \(0, 1\); variant 'swizzle2d' needs every stride positive"):
+        kernels.matmul(a, b, variant="swizzle2d")
+    with pytest.raises(ValueError, match=rf"A has {huge} rows \(M\) and B 2 columns \(N\): C, M x N, would reach "
+                                         rf"element offset {2 * huge - 1}, past 2147483647.*'tiled'"):
+        kernels.matmul(a, b, variant="tiled")
+    with pytest.raises(ValueError, match=r"B has 3 rows but A has 4 columns"):
+        kernels.matmul(a, b[:3], variant="tiled")
+    with pytest.raises(TypeError, match="A must be a torch.Tensor, got list"):
+        kernels.matmul([[1.0]], b[:3].tolist())
+    assert not allocated
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

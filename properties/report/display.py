@@ -4,19 +4,33 @@ the command that replays it, in about fifteen lines, with no frames of the suite
 
 from __future__ import annotations
 
-MAX_MESSAGE_LINES = 9
+import textwrap
+
+MAX_MESSAGE_LINES = 10
+WIDTH = 110  # a message's lines are wrapped to this many characters
+
+
+def _body(message: str) -> list[str]:
+    """The message one statement a line (its "; " separate statements), wrapped to WIDTH."""
+    out = []
+    for line in message.splitlines():
+        indent = " " * (len(line) - len(line.lstrip()))
+        for part in line.strip().split("; "):
+            out += textwrap.wrap(part, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ",
+                                 break_long_words=False, break_on_hyphens=False) or [""]
+    return out
 
 
 def lines(failure) -> list[str]:
     """One failure, short."""
     context = failure.context
     head = f"{failure.kind}: {context.get('variant', '?')} on {context.get('case', '?')}"
-    body = failure.message.splitlines()
+    body = _body(failure.message)
     if len(body) > MAX_MESSAGE_LINES:
         body = body[:MAX_MESSAGE_LINES] + [f"... ({len(body) - MAX_MESSAGE_LINES} more lines in the repro's output)"]
     out = [head]
     if context.get("check"):
-        out.append(f"  check: {context['check']}")
+        out += textwrap.wrap(f"check: {context['check']}", WIDTH, initial_indent="  ", subsequent_indent="    ")
     out += ["  " + line for line in body]
     repro = getattr(failure, "repro", None)
     if repro is not None:
@@ -24,7 +38,7 @@ def lines(failure) -> list[str]:
     return out
 
 
-def _failures(error: BaseException) -> list | None:
+def failures(error: BaseException) -> list | None:
     """The suite's failures in an exception (Hypothesis groups distinct bugs), or None if another
     exception is among them (then pytest's own report is the right one)."""
     from properties.judge.failures import GemmFailure
@@ -34,7 +48,7 @@ def _failures(error: BaseException) -> list | None:
     if isinstance(error, BaseExceptionGroup):
         found = []
         for inner in error.exceptions:
-            sub = _failures(inner)
+            sub = failures(inner)
             if sub is None:
                 return None
             found += sub
@@ -43,17 +57,21 @@ def _failures(error: BaseException) -> list | None:
 
 
 def headline(failure) -> str:
-    """The reason, for pytest's one-line short summary."""
-    return f"{failure.kind}: {failure.message.splitlines()[0] if failure.message else ''}"
+    """The reason in a few words, for pytest's one-line short summary (which cuts it to the terminal's
+    width) and the summary of distinct bugs: what went wrong at the worst element, or which access."""
+    from properties.judge.failures import OutOfBoundsAccess
+
+    fields = failure.fields
+    if isinstance(failure, OutOfBoundsAccess) and fields.get("line"):
+        return f"out-of-bounds {fields['op']} of {fields['operand']} in kernel '{fields['kernel']}' at {fields['line']}"
+    first = failure.message.strip().splitlines()[0].split("; ")[0] if failure.message.strip() else ""
+    return f"{failure.kind}: {first}" if first else failure.kind
 
 
-def longrepr(error: BaseException, path: str):
-    """A pytest report body for a failing test whose exception is the suite's, else None."""
+def longrepr(found: list, path: str):
+    """A pytest report body for a test that failed with the suite's failures `found`."""
     from _pytest._code.code import ExceptionChainRepr, ReprEntryNative, ReprFileLocation, ReprTraceback
 
-    found = _failures(error)
-    if not found:
-        return None
     text: list[str] = []
     if len(found) > 1:
         text.append(f"{len(found)} distinct failures:")

@@ -22,6 +22,8 @@ class TargetStats:
     not_run: int = 0  # examples left out once a failing test's shrinking budget was spent
     worst_ratio: float | None = None  # None: no passing example was judged against a bound
     worst_case: str = ""
+    failing_ratio: float | None = None  # the largest error / bound of a failing example, where it has one
+    failing_case: str = ""  # that example's case (else the first failing example's)
     seconds: float = 0.0
     ratios: list[float] = field(default_factory=list)
     torch_ratios: list[float] = field(default_factory=list)  # error / torch.matmul's, where torch errs
@@ -33,6 +35,8 @@ class TargetStats:
     def merge(self, other: TargetStats) -> None:
         if other.worst_ratio is not None and (self.worst_ratio is None or other.worst_ratio >= self.worst_ratio):
             self.worst_ratio, self.worst_case = other.worst_ratio, other.worst_case
+        if other.failing_case and (not self.failing_case or (other.failing_ratio or 0) > (self.failing_ratio or 0)):
+            self.failing_ratio, self.failing_case = other.failing_ratio, other.failing_case
         self.limitation = self.limitation or other.limitation
         for name in ("examples", "exact", "failures", "limitations", "not_run", "seconds"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
@@ -74,6 +78,9 @@ class Stats:
         s.failures += 1
         s.seconds += seconds
         s.kinds[failure.kind] = s.kinds.get(failure.kind, 0) + 1
+        ratio = failure.fields.get("ratio")
+        if not s.failing_case or (ratio is not None and ratio > (s.failing_ratio or 0)):
+            s.failing_ratio, s.failing_case = ratio, failure.context.get("case", "")
 
     def left_out(self, target_id: str) -> None:
         self._of(target_id).not_run += 1
@@ -93,6 +100,16 @@ def versus_torch(ratios: list[float]) -> str:
     return f"{statistics.median(ratios):.3g}, {max(ratios):.3g}"
 
 
+def worst(s) -> tuple[str, str]:
+    """The worst error / bound of a target and the case that reached it. A target that failed shows its
+    failing examples' (a passing example's ratio would hide the failure): the largest ratio of a value
+    out of bound, else "failed" (not bit-exact, a memory error, a crash: no ratio applies)."""
+    if s.failures:
+        ratio = "failed" if s.failing_ratio is None else f"{s.failing_ratio:.3g} (failed)"
+        return ratio, s.failing_case
+    return ("-" if s.worst_ratio is None else f"{s.worst_ratio:.3g}"), s.worst_case
+
+
 def table(stats: dict[str, TargetStats]) -> list[str]:
     """The summary table, one line per target."""
     rows = [("target", "examples", "exact", "failures", "by kind", "error/torch's (median, max)", "worst error/bound",
@@ -102,8 +119,7 @@ def table(stats: dict[str, TargetStats]) -> list[str]:
         kinds = ", ".join(f"{n} {k}" for k, n in sorted(s.kinds.items())) or "-"
         if s.limitations:
             kinds += f"; {s.limitations} interpreter limitation(s)"
-        worst = "-" if s.worst_ratio is None else f"{s.worst_ratio:.3g}"
         rows.append((target_id, str(s.examples), str(s.exact), str(s.failures), kinds, versus_torch(s.torch_ratios),
-                     worst, s.worst_case))
+                     *worst(s)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     return ["  ".join(cell.ljust(w) for cell, w in zip(r[:-1], widths)) + "  " + r[-1] for r in rows]

@@ -1,18 +1,28 @@
 """The campaign's report directory: summary.md, two plots, and the failures' repro scripts.
 
-  summary.md        backend, versions, emulations; per target: examples, exact, examples/s, worst
-                    error/bound and where; each failure with its message and shrunk case
-  error_bound.png   the distribution of error / bound per target (how tight the bound is, how close
-                    the kernels come to it)
-  throughput.png    examples per second per target
+  summary.md        backend, versions, emulations; a variant x dtype grid of verdicts; per target:
+                    examples, exact, examples/s, worst error/bound and where; each failure with its
+                    message and shrunk case
+  error_bound.png   the variant x dtype grid: failures in red, else the worst error / bound (how close
+                    the kernels come to the bound)
+  throughput.png    the suite's examples per second per variant and dtype (what a campaign budget buys;
+                    not the kernels' speed)
   repros/           one standalone script per failure (see properties/report/repros.py)
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from properties.report import stats
+
+FAILED_COLOUR = "#d62728"
+# failure kinds in a plot's cell
+SHORT_KINDS = {"value out of bound": "out of\nbound", "not bit-exact": "not\nbit-exact", "element never written":
+               "unwritten", "write outside C": "write\noutside C", "input modified": "input\nmodified",
+               "out-of-bounds access": "out of\nbounds", "crashed": "crashed", "timed out": "timed out",
+               "launcher refused the case": "refused"}
 
 
 def _cell(text) -> str:
@@ -20,8 +30,40 @@ def _cell(text) -> str:
     return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
 
 
+def _row(cells) -> str:
+    return "| " + " | ".join(_cell(c) for c in cells) + " |"
+
+
+def _fenced(text: str, info: str = "") -> list[str]:
+    """A fenced code block that no run of backticks in `text` can close early."""
+    fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
+    return [fence + info, text, fence]
+
+
+def grid(results) -> tuple[list[str], list[str], dict]:
+    """Variants (rows) x dtype selectors (columns), and each cell's result; a tf32 variant `X_tf32`
+    shares the row of `X`."""
+    variants, dtypes, cells = [], [], {}
+    for r in results:
+        row = r.variant.removesuffix("_tf32") if r.dtype == "tf32" else r.variant
+        variants += [row] if row not in variants else []
+        dtypes += [r.dtype] if r.dtype not in dtypes else []
+        cells[row, r.dtype] = r
+    return variants, dtypes, cells
+
+
+def _verdict(r) -> str:
+    """A grid cell: FAIL and the kind, else the worst error / bound ("exact" when every example was)."""
+    if r.failure is not None or r.failures:
+        return f"FAIL ({r.failure.kind})" if r.failure is not None else "FAIL"
+    if r.worst_ratio is None:
+        return "exact" if r.exact else "-"
+    return f"{r.worst_ratio:.3g}"
+
+
 def summary_markdown(results, backend, budget: float, elapsed: float | None = None, interrupted: bool = False) -> str:
     ran = sum(r.examples for r in results)
+    failed = [r for r in results if r.failure is not None]
     lines = [
         "# GEMM fuzzing campaign",
         "",
@@ -29,22 +71,36 @@ def summary_markdown(results, backend, budget: float, elapsed: float | None = No
         f"- budget: {budget:.0f} s over {len(results)} targets"
         + (f"; ran {elapsed:.0f} s" if elapsed is not None else "") + f"; {ran} examples"
         + ("; **interrupted**: the targets below are those done (the last one partly)" if interrupted else ""),
+        f"- verdict: {len(failed)} failing target(s)" if failed else "- verdict: no failure",
         "",
-        "| target | examples | exact | examples/s | error / torch.matmul's (median, max) | worst error/bound | at "
-        "| verdict |",
-        "|---|---|---|---|---|---|---|---|",
+        "## Variants and dtypes",
+        "",
+        "Worst error / bound of each variant on each input dtype (1 is the sound bound; exact: every example "
+        "was bit-exact), or FAIL and how.",
+        "",
+    ]
+    variants, dtypes, cells = grid(results)
+    lines += [_row(["variant", *dtypes]), _row(["---"] * (len(dtypes) + 1))]
+    for v in variants:
+        lines.append(_row([v, *(_verdict(cells[v, d]) if (v, d) in cells else "" for d in dtypes)]))
+    lines += [
+        "",
+        "## Targets",
+        "",
+        _row(["target", "examples", "exact", "examples/s", "error / torch.matmul's (median, max)",
+              "worst error/bound", "at", "verdict"]),
+        _row(["---"] * 8),
     ]
     for r in results:
         rate = r.examples / r.seconds if r.seconds else 0.0
         verdict = f"FAIL ({r.failure.kind})" if r.failure is not None else "ok"
-        worst = "-" if r.worst_ratio is None else f"{r.worst_ratio:.3g}"
-        cells = (r.target_id, r.examples, r.exact, f"{rate:.1f}", stats.versus_torch(r.torch_ratios), worst,
-                 r.worst_case, verdict)
-        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
-    for r in (r for r in results if r.failure is not None):
-        lines += ["", f"## {r.target_id}: {r.failure.kind}", "", "```", str(r.failure).strip(), "```"]
+        worst, at = stats.worst(r)
+        lines.append(_row([r.target_id, r.examples, r.exact, f"{rate:.1f}", stats.versus_torch(r.torch_ratios), worst,
+                           at, verdict]))
+    for r in failed:
+        lines += ["", f"## {r.target_id}: {r.failure.kind}", "", *_fenced(str(r.failure).strip())]
         if r.example is not None:
-            lines += ["", "Case:", "", "```json", r.example.case.to_json(), "```"]
+            lines += ["", "Case:", "", *_fenced(r.example.case.to_json(), "json")]
         if r.repro is not None:
             lines += ["", f"Reproduce: `python {r.repro}`"]
     return "\n".join(lines) + "\n"
@@ -59,24 +115,58 @@ def plots(results, directory: Path) -> list[Path]:
         import matplotlib.pyplot as plt
     except ImportError:
         return []
-    names = [r.target_id for r in results]
+    import numpy as np
+
+    variants, dtypes, cells = grid(results)
+    if not cells:
+        return []
+    label = max(len(v) for v in variants)
+    size = (max(6.0, 3.2 + 0.07 * label + 0.95 * len(dtypes)), max(3.0, 1.6 + 0.45 * len(variants)))
     written = []
-    fig, ax = plt.subplots(figsize=(max(6, 0.45 * len(names)), 4.5))
-    ax.boxplot([r.ratios or [0.0] for r in results], showfliers=True)
-    ax.set_xticks(range(1, len(names) + 1), names, rotation=75, fontsize=7)
-    ax.axhline(1.0, color="red", linewidth=0.8)
-    ax.set_ylabel("|C - A@B| / bound (max per example)")
-    ax.set_title("error / bound per target (1 = the bound; exact examples are 0)", fontsize=9)
-    fig.tight_layout()
-    written.append(directory / "error_bound.png")
-    fig.savefig(written[-1], dpi=110)
-    plt.close(fig)
-    fig, ax = plt.subplots(figsize=(max(6, 0.45 * len(names)), 4))
-    ax.bar(range(len(names)), [r.examples / r.seconds if r.seconds else 0.0 for r in results])
-    ax.set_xticks(range(len(names)), names, rotation=75, fontsize=7)
-    ax.set_ylabel("examples per second")
-    fig.tight_layout()
-    written.append(directory / "throughput.png")
-    fig.savefig(written[-1], dpi=110)
-    plt.close(fig)
+
+    def draw(values, labels, cmap, vmin, vmax, title, colourbar, failed, name, white_text):
+        fig, ax = plt.subplots(figsize=size)
+        shown = np.ma.masked_invalid(values)
+        image = ax.imshow(shown, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
+        ax.set_facecolor("#eeeeee")  # no such target: grey
+        for (i, j), text in np.ndenumerate(labels):
+            if failed[i, j]:
+                ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, color=FAILED_COLOUR))
+            white = failed[i, j] or (np.isfinite(values[i, j]) and white_text(values[i, j]))
+            ax.text(j, i, text, ha="center", va="center", fontsize=7, color="white" if white else "black")
+        ax.set_xticks(range(len(dtypes)), dtypes)
+        ax.set_yticks(range(len(variants)), variants)
+        ax.set_xlabel("input dtype")
+        ax.set_ylabel("variant")
+        ax.xaxis.set_ticks_position("top")
+        ax.xaxis.set_label_position("top")
+        ax.set_title(title, fontsize=9, pad=10)
+        fig.colorbar(image, ax=ax, label=colourbar, shrink=0.8)
+        fig.tight_layout()
+        written.append(directory / name)
+        fig.savefig(written[-1], dpi=110)
+        plt.close(fig)
+
+    shape = (len(variants), len(dtypes))
+    ratio, rate = np.full(shape, np.nan), np.full(shape, np.nan)
+    ratio_text, rate_text = np.full(shape, "", dtype=object), np.full(shape, "", dtype=object)
+    failed = np.zeros(shape, dtype=bool)
+    for (i, v), (j, d) in ((iv, jd) for iv in enumerate(variants) for jd in enumerate(dtypes)):
+        r = cells.get((v, d))
+        if r is None:
+            continue
+        failed[i, j] = r.failure is not None or bool(r.failures)
+        kind = "" if r.failure is None else SHORT_KINDS.get(r.failure.kind, r.failure.kind)
+        ratio_text[i, j] = f"FAIL\n{kind}" if failed[i, j] else _verdict(r)
+        if not failed[i, j]:
+            ratio[i, j] = 0.0 if r.worst_ratio is None else r.worst_ratio
+        rate[i, j] = r.examples / r.seconds if r.seconds else 0.0
+        rate_text[i, j] = f"{rate[i, j]:.0f}/s" if rate[i, j] >= 10 else f"{rate[i, j]:.1f}/s"
+    draw(ratio, ratio_text, "viridis", 0.0, 1.0,
+         "Worst |C - A@B| / bound per variant and input dtype\n(1 = the sound rounding-error bound; red = failed)",
+         "worst error / bound", failed, "error_bound.png", lambda v: v < 0.45)
+    top = max(float(np.nanmax(rate)), 1e-9)
+    draw(rate, rate_text, "Blues", 0.0, top,
+         "Suite throughput: examples checked per second\n(draw, run, judge; not the kernel's speed)",
+         "examples per second", np.zeros(shape, dtype=bool), "throughput.png", lambda v: v > 0.6 * top)
     return written

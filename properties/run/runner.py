@@ -332,6 +332,7 @@ class PropertyRun:
                 note(f"repro: python {path}")
             except Exception:  # noqa: BLE001  outside a Hypothesis test
                 pass
+        failure.case = example.case  # the case it is reported on (the summary tells bugs apart by it)
         self.failure, self.example = failure, example
         return failure
 

@@ -1,0 +1,215 @@
+"""What a kernel author reads: one failure in a few lines (what was wrong, how many elements, the
+worst one and what was allowed there, the case, the repro), each distinct bug once at the end of a
+run, the campaign's summary.md as valid Markdown, and its plots."""
+
+import json
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+from markdown_it import MarkdownIt
+
+from properties.campaign import TargetResult
+from properties.judge import failures
+from properties.model.cases import GemmCase
+from properties.report import bugs, display, stats, summary
+from properties.run import runner
+
+
+def _failure_of(mutant: str, **case) -> failures.GemmFailure:
+    from kernels import mutants
+
+    with pytest.raises(failures.GemmFailure) as caught:
+        runner.check(mutants.variant(mutant), GemmCase(**case))
+    return caught.value
+
+
+def test_a_value_failure_reads_like_assert_close(backend):
+    failure = _failure_of("tiled_bf16_through_fp16", M=1, N=1, K=1, dtype="bf16", out_dtype="bf16",
+                          profile="mixed_magnitudes")
+    failure.repro = Path("repros/tiled_bf16_through_fp16-bf16-0.py")
+    lines = display.lines(failure)
+    assert len(lines) <= 15 and all(len(line) <= display.WIDTH + 4 for line in lines), lines
+    assert lines[0] == ("value out of bound: tiled_bf16_through_fp16 on 1x1x1 bf16->bf16 A:row B:row C:row "
+                        "mixed_magnitudes seed=0")
+    assert lines[1] == "  check: against the float64 reference"
+    assert re.fullmatch(r"  C\[0, 0\] = \S+ where the float64 reference is \S+", lines[2])  # the worst element
+    assert re.fullmatch(r"  allowed: \S+ \+- \S+ .*", lines[3])  # and what was allowed there
+    assert lines[-2] == "  1 of 1 elements are outside what is allowed"  # how many
+    assert lines[-1] == "  repro: python repros/tiled_bf16_through_fp16-bf16-0.py"
+    assert display.headline(failure) == "value out of bound: " + lines[2].strip()
+
+
+def test_an_out_of_bounds_failure_names_the_access_in_its_headline(backend):
+    failure = _failure_of("tiled_no_k_mask", M=1, N=1, K=1, dtype="fp16", out_dtype="fp16")
+    assert re.fullmatch(r"out-of-bounds load of a_ptr in kernel 'tiled_kernel' at tiled_no_k_mask\.py:\d+",
+                        display.headline(failure))
+    lines = display.lines(failure)
+    assert len(lines) <= 15 and lines[0].startswith("out-of-bounds access: tiled_no_k_mask on 1x1x1 fp16->fp16")
+    assert any(line.strip().endswith("active lanes are out of bounds") for line in lines)
+
+
+def _record(test: str, dtype: str, failure: failures.GemmFailure, case: GemmCase | None = None) -> dict:
+    failure.with_context(variant="user:k.matmul#1", case="...")
+    failure.case = case
+    return bugs.record(failure, test, display.headline(failure))
+
+
+def _oob(line: str) -> failures.GemmFailure:
+    return failures.OutOfBoundsAccess("out-of-bounds load ...", kernel="_k", op="load", operand="a", line=line)
+
+
+TESTS = ("test_matches_float64_reference", "test_variants_agree", "test_metamorphic_relations")
+
+
+def test_one_bug_in_many_tests_and_dtypes_is_summarised_once():
+    records = [_record(test, dtype, _oob("k.py:11"), GemmCase(1, 1, 1, dtype, dtype))
+               for dtype in ("fp16", "bf16", "fp32") for test in TESTS]
+    found = bugs.group(records)
+    assert len(found) == 1
+    assert found[0].tests == list(TESTS) and found[0].dtypes == ["bf16", "fp16", "fp32"]
+    lines = bugs.summary(records)
+    assert lines[0] == "1. out-of-bounds access: user:k.matmul#1 at the load of a at k.py:11"
+    assert lines[1] == f"    in {', '.join(TESTS)}; dtypes bf16, fp16, fp32"
+
+
+def test_distinct_bugs_stay_apart():
+    def wrong(dtype, profile, kind=failures.NotBitExact):
+        return _record("test_matches_float64_reference", dtype, kind("C[0, 0] = 16 where ..."),
+                       GemmCase(1, 1, 17, dtype, dtype, profile=profile))
+
+    records = [_record("t", "fp16", _oob("k.py:11")), _record("t", "fp16", _oob("k.py:12")),
+               wrong("fp16", "ones"), wrong("bf16", "ones", failures.ValueOutOfBound), wrong("fp16", "uniform")]
+    found = bugs.group(records)
+    assert [b.site for b in found] == ["the load of a at k.py:11", "the load of a at k.py:12",
+                                       "1x1x17 A:row B:row C:row ones", "1x1x17 A:row B:row C:row uniform"]
+    assert found[2].kinds == ["not bit-exact", "value out of bound"] and found[2].dtypes == ["bf16", "fp16"]
+
+
+WRONG_KERNEL = textwrap.dedent("""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def _kernel(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn, B: tl.constexpr):
+        m = tl.program_id(0) * B + tl.arange(0, B)
+        n = tl.program_id(1) * B + tl.arange(0, B)
+        acc = tl.zeros((B, B), dtype=tl.float32)
+        for k in range(0, K, B):
+            kk = k + tl.arange(0, B)
+            x = tl.load(a + m[:, None] * sam + kk[None, :] * sak, mask=m[:, None] < M, other=0.0)  # no K mask
+            y = tl.load(b + kk[:, None] * sbk + n[None, :] * sbn, mask=n[None, :] < N, other=0.0)
+            acc = tl.dot(x, y, acc, input_precision="ieee")
+        tl.store(c + m[:, None] * scm + n[None, :] * scn, acc.to(c.dtype.element_ty),
+                 mask=(m[:, None] < M) & (n[None, :] < N))
+
+    def matmul(a, b, c):
+        grid = (triton.cdiv(a.shape[0], 16), triton.cdiv(b.shape[1], 16))
+        _kernel[grid](a, b, c, a.shape[0], b.shape[1], a.shape[1], *a.stride(), *b.stride(), *c.stride(), B=16)
+
+    matmul.block_shape = (16, 16, 16)
+""")
+
+
+def test_a_failing_run_shows_each_failure_short_and_each_bug_once(pytester, monkeypatch):
+    monkeypatch.setenv("CI", "1")  # the ci profile; and pytest prints short summary lines whole
+    pytester.makepyfile(my_kernel=WRONG_KERNEL)
+    result = pytester.runpytest_subprocess("--gemm-kernel", "my_kernel.py:matmul", "--gemm-backend", "interpreter",
+                                           "--gemm-dtype", "fp16,bf16", "-p", "no:cacheprovider", "-rf",
+                                           "--report-log", "log.jsonl", timeout=900)
+    out = result.stdout.str()
+    assert result.ret == 1
+    for noise in ("Explanation", "Highest target score", "Traceback", 'File "', "properties/", "Falsifying example"):
+        assert noise not in out, noise
+    section = out[out.index("GEMM failures: "):out.index("GEMM targets")]
+    oob = re.search(r"\d+\. out-of-bounds access: user:my_kernel\.matmul#\w+ at the load of a at my_kernel\.py:11\n"
+                    r"    in (.*); dtypes bf16, fp16\n", section)
+    assert oob and set(oob.group(1).split(", ")) == set(TESTS), section
+    assert section.count("at the load of a at my_kernel.py:11") == 1
+    failed = [line for line in result.stdout.lines if line.startswith("FAILED")]
+    # pytest-reportlog's log holds each failure as it happened: the short report and the bug's record
+    logged = [json.loads(line) for line in (pytester.path / "log.jsonl").read_text().splitlines()]
+    logged = [r for r in logged if r.get("outcome") == "failed"]
+    assert len(logged) == len(failed) and all(r["gemm_failures"] for r in logged)
+    assert any("out-of-bounds load in kernel '_kernel' at my_kernel.py:11" in json.dumps(r["longrepr"]) for r in logged)
+    assert len(failed) >= 6 and all(re.search(r"\] - (out-of-bounds load of a in kernel|value out of bound: C|"
+                                              r"not bit-exact: C)", line) for line in failed), failed
+
+
+class _Backend:
+    def header(self):
+        return ["gemm backend: interpreter on CPU (cpu)"]
+
+
+def _results():
+    broadcast = "2x3x4 fp16->fp16 A:row|bcast-rows B:col C:row ones seed=0"
+    ok = TargetResult("tiled-fp16", "tiled", "fp16", examples=10, exact=4, seconds=2.0, worst_ratio=0.5,
+                      worst_case=broadcast, ratios=[0.5])
+    tf32 = TargetResult("tiled_tf32-tf32", "tiled_tf32", "tf32", examples=5, seconds=1.0, worst_ratio=0.9,
+                        worst_case="1x1x1 fp32->fp32 A:row B:row C:row uniform seed=0")
+    failure = failures.ValueOutOfBound("C[0, 0] = 3 where the float64 reference is 1 | odd ``` text", ratio=107.0)
+    failure.with_context(variant="grouped", case=broadcast, check="against the float64 reference")
+    bad = TargetResult("grouped-fp16", "grouped", "fp16", examples=9, seconds=1.0, worst_ratio=0.0,
+                       worst_case="1x1x1 fp16->fp16 A:row B:row C:row ones seed=0", failures=3, failure=failure,
+                       failing_ratio=107.0, failing_case=broadcast)
+    exact_fail = TargetResult("naive-int8", "naive", "int8", examples=3, exact=1, seconds=1.0, worst_ratio=0.0,
+                              failures=2, failure=failures.NotBitExact("C[0, 0] = 16 where ... is exactly 17"),
+                              failing_case="1x1x17 int8->int32 A:row B:row C:row ones seed=0")
+    return [ok, tf32, bad, exact_fail]
+
+
+def _tables(markdown: str) -> list[list[str]]:
+    """The source lines of each table markdown-it finds."""
+    lines = markdown.splitlines()
+    return [lines[t.map[0]:t.map[1]] for t in MarkdownIt().enable("table").parse(markdown) if t.type == "table_open"]
+
+
+def _raw_cells(row: str) -> list[str]:
+    return [c.strip() for c in re.split(r"(?<!\\)\|", row.strip().strip("|"))]
+
+
+def test_the_summary_is_valid_markdown_with_every_row_as_wide_as_its_header():
+    text = summary.summary_markdown(_results(), _Backend(), budget=60, elapsed=5)
+    tables = _tables(text)
+    assert len(tables) == 2  # the variant x dtype grid and the targets
+    for table in tables:
+        width = len(_raw_cells(table[0]))
+        assert all(len(_raw_cells(row)) == width for row in table), table
+    # the cells parse back to what they say, pipes included
+    tokens = MarkdownIt().enable("table").parse(text)
+    cells = [t.content for t in tokens if t.type == "inline"]
+    assert "2x3x4 fp16->fp16 A:row|bcast-rows B:col C:row ones seed=0" in cells
+    # a failure's text stays inside its code block, whatever backticks it holds
+    fences = [t for t in tokens if t.type == "fence"]
+    assert any("odd ``` text" in t.content for t in fences)
+
+
+def test_a_failing_target_never_shows_a_passing_worst_ratio():
+    text = summary.summary_markdown(_results(), _Backend(), budget=60)
+    rows = {_raw_cells(line)[0]: _raw_cells(line) for line in text.splitlines() if line.startswith("| ")}
+    assert rows["grouped-fp16"][5:7] == ["107 (failed)", r"2x3x4 fp16->fp16 A:row\|bcast-rows B:col C:row ones seed=0"]
+    assert rows["naive-int8"][5] == "failed"
+    assert rows["tiled-fp16"][5] == "0.5"
+    # the grid: tf32 variants share their ieee twin's row
+    assert rows["tiled"] == ["tiled", "0.5", "0.9", ""] and rows["grouped"] == ["grouped", "FAIL (value out of bound)",
+                                                                                "", ""]
+
+
+def test_stats_keep_a_failing_examples_ratio_apart_from_the_passing_ones():
+    s = stats.Stats()
+    s.passed("t", runner.Observation(False, 0.0, 0.1), "passing case")
+    failure = failures.ValueOutOfBound("...", ratio=107.0).with_context(variant="v", case="failing case")
+    s.failed("t", failure)
+    assert stats.worst(s.targets["t"]) == ("107 (failed)", "failing case")
+    merged = stats.TargetStats()
+    merged.merge(s.targets["t"])
+    assert stats.worst(merged) == ("107 (failed)", "failing case")
+
+
+def test_the_plots_are_a_variant_by_dtype_grid(tmp_path):
+    written = summary.plots(_results(), tmp_path)
+    assert [p.name for p in written] == ["error_bound.png", "throughput.png"]
+    variants, dtypes, cells = summary.grid(_results())
+    assert variants == ["tiled", "grouped", "naive"] and dtypes == ["fp16", "tf32", "int8"]
+    assert cells["tiled", "tf32"].target_id == "tiled_tf32-tf32"
