@@ -106,12 +106,16 @@ def run_target(target, runner, seconds: float, database=None) -> TargetResult:
     def example(case):
         nonlocal calls
         calls += 1
+        _Stop.in_example = True
         try:
+            _Stop.raise_if_requested()
             observed = prop.run(Example("reference", target.variant.name, case), target.variant)
         except Exception:
             if result.first_failure_at is None:
                 result.first_failure_at = calls
             raise
+        finally:
+            _Stop.in_example = False
         climb(observed.error_ratio, label="error / bound")
 
     example.hypothesis.inner_test._hypothesis_internal_add_digest = target.id.encode()  # one database key per target
@@ -139,8 +143,23 @@ def _fill(result: TargetResult, stats) -> None:
     result.limitations = stats.limitations
 
 
-def _on_sigterm(signum, frame):
-    raise Terminated
+class _Stop:
+    """Ctrl-C and SIGTERM are raised only inside an example (or between targets): raised anywhere
+    else, inside Hypothesis's engine, they could leave it in a state it asserts against."""
+
+    requested: int | None = None
+    in_example = False
+
+    @classmethod
+    def raise_if_requested(cls) -> None:
+        if cls.requested is not None:
+            raise Terminated if cls.requested == signal.SIGTERM else KeyboardInterrupt
+
+
+def _on_signal(signum, frame):
+    _Stop.requested = signum
+    if _Stop.in_example:
+        _Stop.raise_if_requested()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -225,7 +244,8 @@ def main(argv: list[str] | None = None) -> int:
           f"report in {directory}")
     results: list[TargetResult] = []
     status = 0
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    _Stop.requested = None
+    previous = {s: signal.signal(s, _on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     started = time.monotonic()
     end = started + (args.budget if args.until is None else min(args.budget, args.until - time.time()))
     runner = runner_module.Runner(settings, backend)
@@ -238,6 +258,7 @@ def main(argv: list[str] | None = None) -> int:
             results.append(r)
             current = None
             _print(i, len(chosen), t.id, r)
+            _Stop.raise_if_requested()
     except (KeyboardInterrupt, Terminated) as stop:
         status = 143 if isinstance(stop, Terminated) else 130
         if current is not None:  # the target under way: what its examples measured so far
@@ -249,7 +270,9 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     finally:
         runner.close()
-        signal.signal(signal.SIGTERM, previous)
+        if not status:  # interrupted, they stay ignored until the report is written
+            for s, handler in previous.items():
+                signal.signal(s, handler)
     elapsed = time.monotonic() - started
     return _report(results, backend, args.budget, elapsed, directory, status)
 
