@@ -170,3 +170,54 @@ def split_k_matmul(a, b, c, config):
 @contract(**SPLIT_K)
 def split_k_two_way_strips(a, b, c, config):
     _split_k(a, b, c, config, strip_step=2)  # BUG: strips step as if SPLIT_K were 2
+
+
+# --- @triton.autotune over real tile sizes: the suite draws each configuration and pins it (no timing) ---
+
+
+@triton.autotune(
+    configs=[
+        triton.Config({"BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 32}, num_warps=4, num_stages=3),
+        triton.Config({"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 32}, num_warps=4, num_stages=3),
+        triton.Config({"BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 32}, num_warps=4, num_stages=3),
+        triton.Config({"BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 64}, num_warps=4, num_stages=4),
+    ],
+    key=["M", "N", "K"],
+)
+@triton.jit
+def autotuned_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                     FIXED_K_STEP: tl.constexpr, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
+                     BLOCK_SIZE_K: tl.constexpr):
+    offs_m = tl.program_id(0) * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+    offs_n = tl.program_id(1) * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+    offs_k = tl.arange(0, BLOCK_SIZE_K)
+    k_step: tl.constexpr = 32 if FIXED_K_STEP else BLOCK_SIZE_K  # BUG when fixed: right only for BLOCK_SIZE_K = 32
+    acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+    for k in range(0, K, k_step):
+        a = tl.load(a_ptr + offs_m[:, None] * stride_am + (k + offs_k)[None, :] * stride_ak,
+                    mask=(offs_m[:, None] < M) & ((k + offs_k)[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + (k + offs_k)[:, None] * stride_bk + offs_n[None, :] * stride_bn,
+                    mask=((k + offs_k)[:, None] < K) & (offs_n[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn, acc.to(c_ptr.dtype.element_ty),
+             mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+def _autotuned(a, b, c, fixed_k_step=False):
+    M, K = a.shape
+    N = b.shape[1]
+    grid = lambda META: (triton.cdiv(M, META["BLOCK_SIZE_M"]), triton.cdiv(N, META["BLOCK_SIZE_N"]))  # noqa: E731
+    autotuned_kernel[grid](a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride(), FIXED_K_STEP=fixed_k_step)
+
+
+AUTOTUNED = dict(dtypes={torch.float16: (torch.float16,), torch.bfloat16: (torch.bfloat16,)})
+
+
+@contract(**AUTOTUNED)
+def autotuned_matmul(a, b, c):
+    _autotuned(a, b, c)
+
+
+@contract(**AUTOTUNED)
+def autotuned_fixed_k_step(a, b, c):
+    _autotuned(a, b, c, fixed_k_step=True)

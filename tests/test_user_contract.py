@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from kernels import Contract, Requirements, contract
-from properties.judge.failures import LauncherRefused
+from properties.judge.failures import LauncherRefused, NotBitExact
 from properties.model.cases import GemmCase, Layout
 from properties.run import preconditions, runner, user_kernel
 from reference import bounds, numpy_ref
@@ -86,6 +86,34 @@ def test_the_partial_sums_bound_holds_where_the_ordinary_bound_does_not(c_dtype)
     assert (error > ordinary).any() == (c_dtype == torch.float16)
 
 
+def test_an_autotuned_kernel_runs_each_configuration_of_its_list_pinned_and_untimed(monkeypatch):
+    """The configuration space is the autotuner's list; the drawn one runs (the wrong twin is wrong exactly
+    where BLOCK_SIZE_K is 64), the tuner's timing never runs, and its list is restored after each launch."""
+    right, wrong = _user("autotuned_matmul"), _user("autotuned_fixed_k_step")
+    tuner = user_kernel._import(f"{KERNELS}:autotuned_matmul")[0].__globals__["autotuned_kernel"]
+    listed = list(tuner.configs)
+    monkeypatch.setattr(tuner, "_bench", lambda *a, **k: pytest.fail("the autotuner timed its configurations"))
+    space = right.configs_for("cpu")
+    assert [(c["BM"], c["BN"], c["BK"]) for c in space] == [(32, 32, 32), (64, 32, 32), (32, 64, 32), (32, 32, 64)]
+    for config in space:
+        case = GemmCase(3, 5, 33, "fp16", "fp16", config=tuple(config.items()))
+        assert runner.check(right, case).exact
+        if config["BLOCK_SIZE_K"] == 64:
+            with pytest.raises(NotBitExact):
+                runner.check(wrong, case)
+        else:
+            assert runner.check(wrong, case).exact
+        assert tuner.configs == listed
+
+
+def test_an_autotuned_kernel_cannot_also_declare_configs(tmp_path):
+    source = (KERNELS.read_text().replace("@contract(**AUTOTUNED)\ndef autotuned_matmul",
+                                          "@contract(configs=[dict(BM=16, BN=16, BK=16)])\ndef autotuned_matmul"))
+    (tmp_path / "both.py").write_text(source)
+    with pytest.raises(user_kernel.KernelSpecError, match="declares configs and launches an autotuned kernel"):
+        user_kernel.load(f"{tmp_path / 'both.py'}:autotuned_matmul")
+
+
 # --- a kernel raising on a case inside its contract: the hint names the case and the declaration ---------
 
 
@@ -127,17 +155,20 @@ def _battery(pytester, func: str, *args: str):
     return pytester.runpytest_subprocess("--gemm-kernel", f"{KERNELS}:{func}", *FAST, *args, timeout=900)
 
 
-@pytest.mark.parametrize("func", ["tutorial_matmul", "int8_matmul", "split_k_matmul"])
+@pytest.mark.parametrize("func", ["tutorial_matmul", "int8_matmul", "autotuned_matmul", "split_k_matmul"])
 def test_a_right_user_kernel_passes_the_battery(pytester, func):
     result = _battery(pytester, func)
-    # property, relations, agreement; skipped: no past repros, and compiled-vs-interpreted needs a GPU
-    result.assert_outcomes(passed=3, skipped=2)
+    # per dtype: property, relations, agreement; skipped: no past repros, compiled-vs-interpreted (GPU only)
+    dtypes = len(_user(func).dtypes)
+    result.assert_outcomes(passed=3 * dtypes, skipped=1 + dtypes)
 
 
 # the wrong twin -> its shrunk failure, showing the kind of case its bug needs
 SHRUNK = {
     "tutorial_one_group_size": "element never written: user:* on 1x33x1 fp16->fp16 A:row B:row C:row ones seed=0",
     "int8_clamped": "not bit-exact: user:* on 1x1x1 int8->int32 A:row B:row C:row small_ints seed=0",
+    "autotuned_fixed_k_step": "not bit-exact: user:* on 1x1x33 fp16->fp16 A:row B:row C:row ones seed=0 "
+                              "config=*,BLOCK_SIZE_K=64,*",
     "split_k_two_way_strips": "*: user:* on 1x1x65 fp16->fp32 A:row B:row C:row * seed=0 "
                               "config=BM=32,BN=32,BK=32,SPLIT_K=4",
     "tutorial_undeclared": "launcher refused the case: user:* on 2x1x1 fp16->fp16 A:row|bcast-rows B:row C:row ones "
@@ -147,7 +178,7 @@ SHRUNK = {
 
 @pytest.mark.parametrize("func", SHRUNK)
 def test_a_wrong_user_kernel_is_caught_and_shrunk_to_the_case_that_shows_its_bug(pytester, func):
-    result = _battery(pytester, func, "-k", "test_matches")
+    result = _battery(pytester, func, "-k", "test_matches", "--gemm-dtype", "fp16,int8")
     assert result.ret == 1
     result.stdout.fnmatch_lines([SHRUNK[func]])
     if func == "tutorial_undeclared":

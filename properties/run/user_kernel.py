@@ -124,10 +124,22 @@ def _import(spec: str):
 
 
 def _autotuner(fn, spec: str) -> Autotuner | None:
-    """The @triton.autotune'd kernel FUNC launches: a global of its module that FUNC names."""
+    """The @triton.autotune'd kernel FUNC launches: a global of its module that FUNC names, or a helper
+    of the same module that FUNC calls does."""
     module_globals = getattr(fn, "__globals__", {})
-    found = {n: module_globals[n] for n in getattr(getattr(fn, "__code__", None), "co_names", ())
-             if isinstance(module_globals.get(n), Autotuner)}
+    found, seen, codes = {}, set(), [getattr(fn, "__code__", None)]
+    while codes:
+        code = codes.pop()
+        if code is None or code in seen:
+            continue
+        seen.add(code)
+        codes += [c for c in code.co_consts if inspect.iscode(c)]  # lambdas and nested functions
+        for name in code.co_names:
+            value = module_globals.get(name)
+            if isinstance(value, Autotuner):
+                found[name] = value
+            elif inspect.isfunction(value) and value.__globals__ is module_globals:
+                codes.append(value.__code__)
     if len(found) > 1:
         raise KernelSpecError(f"--gemm-kernel {spec!r}: {fn.__name__} launches {len(found)} autotuned kernels "
                               f"({', '.join(sorted(found))}); the suite pins one configuration list")
