@@ -158,7 +158,7 @@ def _split_k(a, b, c, config, strip_step=None):
                          BK=config["BK"], STRIP_STEP=strip_step or config["SPLIT_K"])
 
 
-SPLIT_K = dict(dtypes={torch.float16: (torch.float32,)}, partial_sums_in_output="SPLIT_K",
+SPLIT_K = dict(dtypes={torch.float16: (torch.float32, torch.float16)}, partial_sums_in_output="SPLIT_K",
                configs=[dict(BM=32, BN=32, BK=32, SPLIT_K=2), dict(BM=32, BN=32, BK=32, SPLIT_K=4)])
 
 

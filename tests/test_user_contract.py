@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import triton
+import triton.language as tl
 
 from kernels import Contract, Requirements, contract
 from properties.judge.failures import LauncherRefused, NotBitExact
@@ -184,3 +186,41 @@ def test_a_wrong_user_kernel_is_caught_and_shrunk_to_the_case_that_shows_its_bug
     if func == "tutorial_undeclared":
         assert "if that is a precondition, declare requires=Requirements(contiguous=('a',))" in " ".join(
             result.stdout.str().split())
+
+
+# --- fp16 and bf16 atomics in the interpreter, as on the GPU --------------------------------------------------
+
+
+@triton.jit
+def _add_at(x_ptr, index_ptr, v_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.atomic_add(x_ptr + tl.load(index_ptr + offs), tl.load(v_ptr + offs), mask=offs < N - 1)
+
+
+@pytest.mark.interpreter
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_atomic_adds_round_each_addition_in_lane_order_and_overflow_to_inf(dtype, backend):
+    big = torch.finfo(dtype).max
+    ulp = torch.finfo(dtype).eps  # of 1.0
+    index = torch.tensor([0, 1, 0, 2, 2, 3, 3, 3], dtype=torch.int32)
+    values = torch.tensor([big, 1.0, big, 1.0, ulp / 2, -big, -big, 5.0], dtype=dtype)  # the last lane masked off
+    x = torch.zeros(4, dtype=dtype)
+    _add_at[(1,)](x, index, values, N=8)
+    assert x.double().tolist() == [np.inf, 1.0, 1.0, -np.inf]
+    assert any("fp16 and bf16 atomic_add" in line for line in backend.emulations)
+
+
+def test_partial_sums_in_c_are_exact_only_where_c_itself_holds_every_partial_sum():
+    """Integers summed in partials of fp16 C are exact up to 2**11, not up to fp32's 2**24: past it the
+    order of the atomic additions decides the rounding, so bit-exactness is not demanded there."""
+    a = torch.full((1, 64), 8.0, dtype=torch.float16)
+    b = torch.full((64, 2), 4.0, dtype=torch.float16)
+    b[:, 1] = 2.0
+    product = numpy_ref.product(a, b)  # 2048 and 1024
+    fp16 = by_name("fp16")
+    assert bounds.exact_expected(product, bounds.arithmetic("fp16"), fp16).all()
+    assert bounds.exact_expected(product, bounds.arithmetic("fp16", "ieee", 4), fp16).tolist() == [[True, True]]
+    b[:, 0] = 5.0  # 2560: past fp16's exact integers
+    product = numpy_ref.product(a, b)
+    assert bounds.exact_expected(product, bounds.arithmetic("fp16"), fp16).all()
+    assert bounds.exact_expected(product, bounds.arithmetic("fp16", "ieee", 4), fp16).tolist() == [[False, True]]
