@@ -68,8 +68,9 @@ def _tutorial(a, b, c, one_group_size=False):
                           ONE_GROUP_SIZE=one_group_size)
 
 
-TUTORIAL = dict(dtypes={torch.float16: (torch.float16, torch.float32)}, blocks=(32, 32, 32),
-                requires=Requirements(contiguous=("a",)))
+TUTORIAL = dict(dtypes={torch.float16: (torch.float16, torch.float32), torch.float8_e4m3fn: (torch.float32,
+                                                                                            torch.bfloat16)},
+                blocks=(32, 32, 32), requires=Requirements(contiguous=("a",)))
 
 
 @contract(**TUTORIAL)

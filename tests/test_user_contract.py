@@ -44,7 +44,8 @@ def test_a_wrong_contract_fails_where_it_is_declared_saying_what_is_expected(dec
 
 def test_the_contract_becomes_the_registrys_variant():
     tutorial, int8, split = _user("tutorial_matmul"), _user("int8_matmul"), _user("split_k_matmul")
-    assert dict(tutorial.dtypes) == {torch.float16: (torch.float16, torch.float32)}
+    assert dict(tutorial.dtypes) == {torch.float16: (torch.float16, torch.float32),
+                                     torch.float8_e4m3fn: (torch.float32, torch.bfloat16)}
     assert tutorial.requirements == Requirements(contiguous=("a",)) and tutorial.block_shapes("cpu") == ((32, 32, 32),)
     assert dict(int8.dtypes) == {torch.int8: (torch.int32,)}
     assert not split.deterministic and split.configs_for("cpu")[1]["SPLIT_K"] == 4
