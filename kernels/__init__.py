@@ -15,10 +15,11 @@ from kernels import mode, operands
 
 mode.configure()  # before any @triton.jit below is evaluated
 
+from kernels.contracts import Contract, contract
 from kernels.registry import Requirements, Variant, get, register, variants
 
 # Modules here that are not variants.
-_INFRASTRUCTURE = {"mode", "registry", "operands", "dtypes", "autotuning", "bench", "mutants"}
+_INFRASTRUCTURE = {"mode", "registry", "contracts", "operands", "dtypes", "autotuning", "bench", "mutants"}
 
 for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
     if _module not in _INFRASTRUCTURE and not _module.startswith("_"):
@@ -36,4 +37,4 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, variant: str = "tiled", out: tor
     return out
 
 
-__all__ = ["Requirements", "Variant", "get", "matmul", "mode", "register", "variants"]
+__all__ = ["Contract", "Requirements", "Variant", "contract", "get", "matmul", "mode", "register", "variants"]

@@ -53,6 +53,10 @@ class Variant:
     description: str = ""
     # the same inputs always give the same bits (false for atomics whose order varies run to run)
     deterministic: bool = True
+    # split-K into C itself: each element of C is the sum of up to S partial sums added with atomics in
+    # C's dtype, each addition rounding there. None: C is written once; an int: S; a str: the
+    # configuration key that holds S (e.g. "SPLIT_K")
+    partial_sums_in_output: int | str | None = None
 
     def __repr__(self) -> str:
         return f"Variant({self.name!r})"
@@ -70,6 +74,19 @@ class Variant:
             for option in options:
                 if not {"BM", "BN", "BK"} <= set(option):
                     raise ValueError(f"variant {self.name!r}: configuration {dict(option)} lacks BM, BN or BK")
+                partials = self.partial_sums_in_output
+                if isinstance(partials, str) and not (isinstance(option.get(partials), int) and option[partials] >= 1):
+                    raise ValueError(f"variant {self.name!r}: partial_sums_in_output names configuration key "
+                                     f"{partials!r}, but configuration {dict(option)} has no positive int there")
+        partials = self.partial_sums_in_output
+        if partials is not None:
+            if not isinstance(partials, (int, str)) or isinstance(partials, bool) or (
+                    isinstance(partials, int) and partials < 1):
+                raise ValueError(f"variant {self.name!r}: partial_sums_in_output must be a count >= 1 or the name "
+                                 f"of a configuration key, got {partials!r}")
+            if self.deterministic:
+                raise ValueError(f"variant {self.name!r}: partial sums added with atomics arrive in any order; "
+                                 "such a variant is not deterministic")
 
     def configs_for(self, device_type: str, dtype: torch.dtype | None = None) -> tuple[Config, ...]:
         """The configurations the launcher takes on this device for this input dtype, default first."""
@@ -91,6 +108,14 @@ class Variant:
             raise ValueError(f"variant {self.name!r} has no configuration key(s) {', '.join(sorted(unknown))}; "
                              f"its configurations set {', '.join(default)}")
         return {**default, **chosen}
+
+    def output_partials(self, config: Config) -> int:
+        """S, the partial sums of one element of C added in C's dtype under the (full) `config`; 0 when
+        C is written once."""
+        partials = self.partial_sums_in_output
+        if partials is None:
+            return 0
+        return int(config[partials]) if isinstance(partials, str) else partials
 
     def block_shapes(self, device_type: str) -> tuple[BlockShape, ...]:
         """Every (BM, BN, BK) of the device's configurations, for aiming shapes at tile boundaries."""

@@ -43,7 +43,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "the built-in variants serve as agreement peers")
     group.addoption("--gemm-kernel-signature", default=None, choices=("plain", "leetgpu"),
                     help="plain: FUNC(a, b, c); leetgpu: solve(a, b, c, M, N, K) with A M x N, B N x K, "
-                         "contiguous (default: the function's `signature` attribute, else plain)")
+                         "contiguous (default: its contract's signature, else plain)")
     group.addoption("--gemm-isolate", default="auto", choices=("auto", "on", "off"),
                     help="run each example in a worker process, so a crash or a hang costs one example "
                          "(auto: on, except for the built-in variants in the interpreter)")

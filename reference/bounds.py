@@ -17,12 +17,21 @@ So, with P = |A|.|B| and e_in = 2 u_in + u_in**2:
   err_acc = (e_in + (1 + e_in) gamma_K(u_acc)) P + (2K + 1)(1 + gamma_K(u_acc)) acc_tiny
   bound   = gamma_K(2**-53) P + err_acc + u_out (|ref| + gamma_K(2**-53) P + err_acc) + tiny_out
 Nothing here is tuned: every term is a worst case, so a correct kernel never exceeds it.
+
+Split-K into C (`Arithmetic.output_partials` = S > 0): the kernel adds S partial sums p_s into C with
+atomics in C's dtype. Each partial is within its share of err_acc of its exact value, so
+sum |p_s| <= P + err_ref + err_acc =: s_abs. Converting p_s to C's dtype rounds once (u_out |p_s|, plus
+half a subnormal), and the S - 1 additions after the first (onto a zeroed C, exact) round in C's dtype:
+(1 + u_out)(1 + gamma_{S-1}(u_out)) - 1 <= gamma_S(u_out), so, in place of the output rounding above,
+  bound   = err_ref + err_acc + gamma_S(u_out) s_abs + S (1 + gamma_S(u_out)) tiny_out
+(an addition never underflows inexactly). Partial sums are bounded by s_abs, so integers stay exact
+only up to C's own exact-integer limit, and an overflow can happen in C's range as well.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -49,6 +58,8 @@ class Arithmetic:
     # an operand smaller than this may become 0 in input rounding (tf32: fp32 subnormals, which the
     # truncation or a flush to zero can lose entirely); 0: none
     input_tiny: float = 0.0
+    # split-K into C: up to this many partial sums per element added in C's dtype (0: C written once)
+    output_partials: int = 0
 
     @property
     def is_exact(self) -> bool:
@@ -72,8 +83,13 @@ FP8_ACC_BITS = 13
 TF32_INPUT_U = 2.0**-10
 
 
-def arithmetic(input_dtype: str, precision: str = "ieee") -> Arithmetic:
-    """The precision class of a variant for one input dtype name (fp16, bf16, fp32, int8, ...)."""
+def arithmetic(input_dtype: str, precision: str = "ieee", output_partials: int = 0) -> Arithmetic:
+    """The precision class of a variant for one input dtype name (fp16, bf16, fp32, int8, ...), adding
+    `output_partials` partial sums per element in C's dtype (0: writing C once)."""
+    return replace(_arithmetic(input_dtype, precision), output_partials=output_partials)
+
+
+def _arithmetic(input_dtype: str, precision: str) -> Arithmetic:
     fmt = by_name(input_dtype)
     if not fmt.is_float:
         int32 = FORMATS["int32"]
@@ -112,21 +128,29 @@ def elementwise(product: Product, k: int, arith: Arithmetic, out: Format) -> np.
         rows, cols = product.abs_sums
         err_acc = err_acc + (1 + g_acc) * (arith.input_tiny * (rows[:, None] + cols[None, :]) + k * arith.input_tiny**2)
     err_ref = gamma(k, U64) * P
+    if arith.output_partials:  # S partial sums added in C's dtype (the module docstring derives it)
+        g_out = gamma(arith.output_partials, out.u)
+        tiny = arith.output_partials * (1 + g_out) * out.min_subnormal / 2
+        return (err_ref + err_acc + g_out * (P + err_ref + err_acc) + tiny) * _EVAL_SLACK
     s_max = np.abs(np.nan_to_num(product.value, nan=0.0, posinf=0.0, neginf=0.0)) + err_ref + err_acc
     return (err_ref + err_acc + out.u * s_max + out.min_subnormal / 2) * _EVAL_SLACK
 
 
-def exact_expected(product: Product, arith: Arithmetic) -> np.ndarray:
+def exact_expected(product: Product, arith: Arithmetic, out: Format | None = None) -> np.ndarray:
     """Per element: must every correct kernel return exactly round(A@B) there? Yes where the row of A
     and the column of B are integers that survive input rounding and every partial sum is an integer
-    the accumulator holds exactly (elements of other rows and columns do not matter)."""
+    the accumulator holds exactly (elements of other rows and columns do not matter); with partial
+    sums added in C's dtype `out`, one C holds exactly too."""
     P = product.magnitude
+    limit = 2.0**arith.exact_bits
+    if arith.output_partials and out is not None:
+        limit = min(limit, float(out.exact_integer_limit))
     if product.row_integers is None:  # built by hand: the whole product's facts
         whole = product.integer_inputs and product.max_abs_input <= arith.input_exact_limit
-        return np.full(P.shape, whole) & (P <= 2.0**arith.exact_bits)
+        return np.full(P.shape, whole) & (P <= limit)
     rows = product.row_integers <= arith.input_exact_limit
     cols = product.col_integers <= arith.input_exact_limit
-    return rows[:, None] & cols[None, :] & (P <= 2.0**arith.exact_bits)
+    return rows[:, None] & cols[None, :] & (P <= limit)
 
 
 @dataclass(frozen=True)
@@ -169,11 +193,13 @@ def allowance(product: Product, k: int, arith: Arithmetic, out: Format) -> Allow
     allowances follow the signs of the terms: an all-positive sum never gives -Inf or NaN."""
     bound = elementwise(product, k, arith, out)
     value = product.value
-    exact = exact_expected(product, arith)
+    exact = exact_expected(product, arith, out)
     expected = np.where(exact, np.asarray(torch.from_numpy(value).to(out.dtype).to(torch.float64)), value)
     finite = np.isfinite(value)
     if arith.acc.is_float:
         limit = arith.acc.overflow_threshold
+        if arith.output_partials:  # partial sums are also added in C's range
+            limit = min(limit, out.overflow_threshold)
         can_overflow = product.magnitude + bound >= limit  # cheap test before the sign parts are computed
         if can_overflow.any():
             up = can_overflow & (product.positive + bound >= limit)

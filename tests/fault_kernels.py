@@ -10,7 +10,9 @@ import torch
 import triton
 import triton.language as tl
 
-supported_dtypes = (torch.float16, torch.bfloat16)
+from kernels import contract
+
+fp16_and_bf16 = contract(dtypes={torch.float16: (torch.float16,), torch.bfloat16: (torch.bfloat16,)})
 
 
 @triton.jit
@@ -95,4 +97,4 @@ def far_out_of_bounds_write(a, b, c):
 
 
 for _fn in (hang, loop_forever, abort, null_pointer, far_out_of_bounds_write):
-    _fn.supported_dtypes = supported_dtypes
+    fp16_and_bf16(_fn)

@@ -45,12 +45,18 @@ def test_interpreter_probes_pass_after_the_fixes(backend):
     assert fixes.fp8_widening_is_exact()
     assert fixes.explicit_rounding_is_faithful()
     assert fixes.bf16_widening_is_exact()
+    assert fixes.half_atomic_add_is_faithful()
     assert any("#11584" in e for e in backend.emulations) or fixes.bf16_dot_is_exact()
 
 
 @pytest.mark.gpu
 def test_the_gpu_rounds_tf32_operands_the_way_the_interpreter_emulates(backend):
     assert fixes.tf32_dot_rounds(backend.device) == fixes.TF32_ROUNDING
+
+
+@pytest.mark.gpu
+def test_the_gpu_adds_fp16_and_bf16_atomically_as_the_interpreter_emulates(backend):
+    assert fixes.half_atomic_add_is_faithful(backend.device)
 
 
 @pytest.mark.gpu

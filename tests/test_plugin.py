@@ -14,6 +14,8 @@ KERNEL = textwrap.dedent("""
     import triton
     import triton.language as tl
 
+    from kernels import contract
+
     @triton.jit
     def _kernel(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn, BM: tl.constexpr, BN: tl.constexpr,
                 BK: tl.constexpr):
@@ -28,6 +30,7 @@ KERNEL = textwrap.dedent("""
         tl.store(c + m[:, None] * scm + n[None, :] * scn, acc.to(c.dtype.element_ty),
                  mask=(m[:, None] < M) & (n[None, :] < N))
 
+    @contract(blocks=(16, 16, 16))
     def matmul(a, b, c):
         M, K = a.shape
         N = b.shape[1]
@@ -36,8 +39,6 @@ KERNEL = textwrap.dedent("""
 
     def solve(a, b, c, M, N, K):  # LeetGPU: A is M x N, B is N x K, C is M x K, all contiguous
         _kernel[(triton.cdiv(M, 16), triton.cdiv(K, 16))](a, b, c, M, K, N, N, 1, K, 1, K, 1, BM=16, BN=16, BK=16)
-
-    matmul.block_shape = (16, 16, 16)
 """)
 RIGHT = KERNEL.replace("K_MASK_A", "(kk[None, :] < K)").replace("K_MASK_B", "(kk[:, None] < K)")
 NO_K_MASK = KERNEL.replace("K_MASK_A", "True").replace("K_MASK_B", "True")
@@ -102,7 +103,7 @@ RAISES_AT_IMPORT = "import triton\nLIMIT = 1 / 0\n\ndef matmul(a, b, c):\n    pa
     (["--hypothesis-profile", "nosuch"], "*--hypothesis-profile nosuch: no such profile; the suite's are dev, ci*"),
     (["--gemm-kernel", "my_kernel.py:nope"], "*has no 'nope'; it defines *matmul*solve*"),
     (["--gemm-kernel", "my_kernel.py"], "*expected PATH.py:FUNC or module:FUNC"),
-    (["--gemm-kernel", "my_kernel.py:solve"], "*solve(a, b, c, M, N, K) cannot take 3 arguments*"),
+    (["--gemm-kernel", "my_kernel.py:solve"], "*solve(a, b, c, M, N, K) cannot be called as FUNC(a, b, c) (the plain*"),
     (["--gemm-dtype", "fp64"], "*--gemm-dtype: unknown dtype 'fp64'; expected one of fp16, bf16, fp32, tf32*"),
     (["--gemm-variant", "nothing*"], "*--gemm-variant nothing* matches no variant; registered: *tiled*"),
     (["--gemm-sanitize"], "*--gemm-sanitize runs compute-sanitizer on compiled kernels: it needs the cuda*"),
@@ -155,14 +156,12 @@ def test_two_kernels_of_one_name_never_share_a_repro_and_the_corpus_replays_only
     fixed.stdout.fnmatch_lines(["gemm corpus: 1 repro script(s) in * replayed first; 0 left out*", "*1 passed*"])
 
 
-def test_kernel_attributes_are_checked():
-    def f(a, b, c):
-        pass
-
-    f.precision = "fp64"
-    with pytest.raises(user_kernel.KernelSpecError, match=r"precision = 'fp64'; expected \"ieee\" or \"tf32\""):
-        user_kernel._attribute(f, "precision", "ieee", lambda v: v in ("ieee", "tf32"), "x.py:f", '"ieee" or "tf32"')
-    assert not user_kernel._dtype_tuple(("float16",)) and not user_kernel._dtype_tuple(())
+def test_attributes_the_contract_replaced_are_refused_with_the_contract_to_write(tmp_path):
+    path = tmp_path / "old_style.py"
+    path.write_text("def matmul(a, b, c):\n    pass\n\nmatmul.block_shape = (32, 32, 16)\n")
+    with pytest.raises(user_kernel.KernelSpecError, match=r"matmul.block_shape is no longer read; declare it in "
+                                                          r"the contract: @kernels.contract\(blocks=\(BM, BN, BK\)\)"):
+        user_kernel.load(f"{path}:matmul")
 
 
 def test_the_plugin_is_inert_in_other_projects(pytester):

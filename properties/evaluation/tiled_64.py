@@ -5,6 +5,8 @@ it runs fewer, larger programs than the built-in variants' small interpreter til
 import triton
 import triton.language as tl
 
+from kernels import contract
+
 
 @triton.jit
 def _kernel(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn,
@@ -23,10 +25,9 @@ def _kernel(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn,
              mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
+@contract(blocks=(64, 64, 32))
 def matmul(a, b, c):
     grid = (triton.cdiv(a.shape[0], 64), triton.cdiv(b.shape[1], 64))
     _kernel[grid](a, b, c, a.shape[0], b.shape[1], a.shape[1], *a.stride(), *b.stride(), *c.stride(),
                   BM=64, BN=64, BK=32)
 
-
-matmul.block_shape = (64, 64, 32)

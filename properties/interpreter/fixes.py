@@ -25,6 +25,11 @@ faithful emulation exists, fixed for this process. `apply()` returns what it app
                  through a table of the exact values of all 256 patterns.
   loop bounds    Triton 3.6's interpreter calls int() on 1-element arrays, which NumPy >= 2.4 refuses
                  ('only 0-dimensional arrays can be converted'): `range(0, K, BK)` loops fail.
+  half atomics   tl.atomic_add on fp16 raises OverflowError where the sum overflows, and on bf16 raises
+                 'Unsupported data type' (Triton 3.6 and 3.9): each lane's addition, in lane order, is
+                 computed in float64 (exact for fp16; for bf16 53 >= 2 * 8 + 2 bits, so rounding twice
+                 is rounding once) and rounded to nearest even, +-Inf on overflow, as atom.add.f16 and
+                 atom.add.bf16 do on the GPU.
 
 Every fix is verified after it is applied: if its probe still fails, start-up fails loudly.
 """
@@ -421,6 +426,76 @@ def _patch_index() -> None:
     _interp._patch_lang_tensor = patch_lang_tensor
 
 
+_HALF = {tl.float16: torch.float16, tl.bfloat16: torch.bfloat16}
+
+
+def _as_float64(data: np.ndarray, dtype: torch.dtype) -> np.ndarray:
+    """fp16 values or bf16 bit patterns (the interpreter's storage) as float64."""
+    return torch.from_numpy(np.ascontiguousarray(data).view(np.int16)).view(dtype).double().numpy()
+
+
+def _as_storage(x: np.ndarray, dtype: torch.dtype, like: np.dtype) -> np.ndarray:
+    """float64 values rounded to nearest even in fp16 or bf16 (+-Inf past the range), as stored."""
+    return torch.from_numpy(x).to(dtype).view(torch.int16).numpy().view(like)
+
+
+def _half_atomic_add(ptrs: np.ndarray, values: np.ndarray, mask: np.ndarray, dtype: torch.dtype) -> np.ndarray:
+    """Every active lane adds its value at its address in lane order (lanes sharing an address one after
+    another); returns what each lane found there (0 where masked off)."""
+    storage, shape = values.dtype, np.shape(ptrs)
+    active = np.flatnonzero(np.broadcast_to(np.asarray(mask), shape))
+    ptrs, values = np.asarray(ptrs).reshape(-1), np.broadcast_to(values, shape).reshape(-1)
+    old = np.zeros(ptrs.shape, dtype=storage)
+    order = active[np.argsort(ptrs[active], kind="stable")]
+    first = np.searchsorted(ptrs[order], ptrs[order])  # each lane's rank among the lanes of its address
+    rank = np.arange(len(order)) - first
+    for r in range(int(rank.max(initial=-1)) + 1):  # one round per repeated address, in lane order
+        lanes = np.sort(order[rank == r])
+        where, on = ptrs[lanes], np.ones(len(lanes), dtype=bool)
+        found = _interp._interpreter.load(where, on, np.zeros(len(lanes), dtype=storage), storage)
+        total = _as_float64(found, dtype) + _as_float64(values[lanes], dtype)
+        _interp._interpreter.store(where, _as_storage(total, dtype, storage), on)
+        old[lanes] = found
+    return old
+
+
+def _patch_half_atomic_add() -> None:
+    original = _interp.InterpreterBuilder.create_atomic_rmw
+
+    def create_atomic_rmw(self, rmw_op, ptr, val, mask, sem, scope):
+        dtype = _HALF.get(val.dtype.scalar)
+        if rmw_op != _interp._ir.ATOMIC_OP.FADD or dtype is None:
+            return original(self, rmw_op, ptr, val, mask, sem, scope)
+        old = _half_atomic_add(ptr.data, val.data, mask.data, dtype).reshape(np.shape(ptr.data))
+        return _interp.TensorHandle(old, val.dtype.scalar)
+
+    _interp.InterpreterBuilder.create_atomic_rmw = create_atomic_rmw
+
+
+@triton.jit
+def _atomic_add_probe(x_ptr, v_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.atomic_add(x_ptr + offs % 4, tl.load(v_ptr + offs))
+
+
+def half_atomic_add_is_faithful(device="cpu") -> bool:
+    """fp16: 65504 + 16 is +Inf (the sum rounds past the largest finite value), -65504 - 16 is -Inf, and
+    1 + 2**-11 + 2**-11 is 1 (each addition rounds to even); bf16: the same with its own ulps."""
+    cases = {torch.float16: ([65504.0, -65504.0, 1.0, 1.0, 16.0, -16.0, 2.0**-11, 2.0**-11, 0.0, 0.0, 2.0**-11, 0.0],
+                             [np.inf, -np.inf, 1.0, 1.0]),
+             torch.bfloat16: ([2.0**127 * 1.9921875, -1.0, 1.0, 1.0, 2.0**127 * 0.0078125, 0.0, 2.0**-8, 2.0**-8,
+                               0.0, 0.0, 2.0**-8, 0.0], [np.inf, -1.0, 1.0, 1.0])}
+    for dtype, (values, expected) in cases.items():
+        x = torch.zeros(4, dtype=dtype, device=device)
+        try:
+            _atomic_add_probe[(1,)](x, torch.tensor(values + [0.0] * 4, dtype=dtype, device=device), N=16)
+        except Exception:  # noqa: BLE001  the gap itself: the interpreter raises
+            return False
+        if x.double().cpu().tolist() != expected:
+            return False
+    return True
+
+
 _APPLIED: list[str] | None = None
 
 
@@ -468,6 +543,12 @@ def apply() -> list[str]:
             raise RuntimeError("fp32 -> fp16/bf16 casts with fp_downcast_rounding are still wrong after the fix")
         applied.append("fp_downcast_rounding: rtne rounds ties to even, rtz gives the largest finite value on "
                        "overflow (they rounded half up and made NaN)")
+    if not half_atomic_add_is_faithful():
+        _patch_half_atomic_add()
+        if not half_atomic_add_is_faithful():
+            raise RuntimeError("fp16 and bf16 tl.atomic_add are still wrong in the interpreter after the fix")
+        applied.append("fp16 and bf16 atomic_add: each addition rounded once to nearest even, +-Inf on overflow, "
+                       "as the GPU does (fp16 raised OverflowError, bf16 'Unsupported data type')")
     bf16_broken = not bf16_dot_is_exact()
     tf32_missing = tf32_dot_rounds() != TF32_ROUNDING
     if bf16_broken or tf32_missing:

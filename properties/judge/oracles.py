@@ -96,18 +96,31 @@ class Verdict:
 
 
 def reference_allowance(product: numpy_ref.Product, k: int, dtype: str, precision: str,
-                        out_dtype: str) -> bounds.Allowance:
-    return bounds.allowance(product, k, bounds.arithmetic(dtype, precision), by_name(out_dtype))
+                        out_dtype: str, partials: int = 0) -> bounds.Allowance:
+    """What a correct kernel may return; `partials`: the partial sums per element it adds in C's dtype."""
+    return bounds.allowance(product, k, bounds.arithmetic(dtype, precision, partials), by_name(out_dtype))
 
 
-def against_reference(ops: Operands, precision: str, product: numpy_ref.Product | None = None) -> Verdict:
+def output_partials(variant, dtype: str, config=()) -> int:
+    """The partial sums per element of C `variant` adds in C's dtype on `dtype` inputs in `config`
+    ((key, value) pairs; () the default), on this backend's device."""
+    if variant.partial_sums_in_output is None:
+        return 0
+    from kernels import mode
+
+    device = "cpu" if mode.interpreted() else "cuda"
+    return variant.output_partials(variant.config(device, by_name(dtype).dtype, dict(config) or None))
+
+
+def against_reference(ops: Operands, precision: str, product: numpy_ref.Product | None = None,
+                      partials: int = 0) -> Verdict:
     """Every oracle on a finished launch: memory, all written, and C against the float64 product."""
     case = ops.case
     memory(ops)
     product = product or numpy_ref.product(ops.a.view, ops.b.view)
     out = by_name(case.out_dtype)
     all_written(ops.c.view, product.value, unwritten_bits(out))
-    allow = reference_allowance(product, case.K, case.dtype, precision, case.out_dtype)
+    allow = reference_allowance(product, case.K, case.dtype, precision, case.out_dtype, partials)
     got = to_float64(ops.c.view)
     try:
         ratio = compare.values(got, allow)

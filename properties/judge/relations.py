@@ -75,8 +75,9 @@ def flipped(layout: Layout) -> Layout:
 
 
 def solve(variant: Variant, launch: Launch, a: np.ndarray, b: np.ndarray,
-          layouts: tuple[Layout, Layout, Layout], fin: Format, fout: Format, device) -> Run:
-    """Launch `variant` on inputs with these values and layouts under the memory oracles."""
+          layouts: tuple[Layout, Layout, Layout], fin: Format, fout: Format, device, config=()) -> Run:
+    """Launch `variant` on inputs with these values and layouts under the memory oracles (`config`:
+    the configuration `launch` runs, for the bound)."""
     shapes = (a.shape, b.shape, (a.shape[0], b.shape[1]))
     la, lb, lc = (_aligned(variant, lay, shape, fmt) for lay, shape, fmt in zip(layouts, shapes, (fin, fin, fout)))
     ga = guarded_input("A", la, fin, a, device)
@@ -87,7 +88,8 @@ def solve(variant: Variant, launch: Launch, a: np.ndarray, b: np.ndarray,
     oracles.memory(ops)
     product = numpy_ref.product(ga.view, gb.view)
     oracles.all_written(gc.view, product.value, unwritten_bits(fout))
-    allow = oracles.reference_allowance(product, a.shape[1], fin.name, variant.precision, fout.name)
+    allow = oracles.reference_allowance(product, a.shape[1], fin.name, variant.precision, fout.name,
+                                        oracles.output_partials(variant, fin.name, config))
     return Run(numpy_ref.to_float64(gc.view), allow)
 
 
@@ -109,7 +111,8 @@ def transpose(variant: Variant, launch: Launch, ops: Operands, first: Run) -> No
     case = ops.case
     a, b = numpy_ref.to_float64(ops.a.view), numpy_ref.to_float64(ops.b.view)
     layouts = (flipped(case.b), flipped(case.a), flipped(case.c))
-    second = solve(variant, launch, b.T, a.T, layouts, by_name(case.dtype), by_name(case.out_dtype), ops.c.view.device)
+    second = solve(variant, launch, b.T, a.T, layouts, by_name(case.dtype), by_name(case.out_dtype), ops.c.view.device,
+                   case.config)
     second_t = Run(second.c.T, _transposed(second.allowance))
     _judge("transpose", second_t.c, paired(first.c, [first, second_t]))
 
@@ -140,7 +143,8 @@ def scale(variant: Variant, launch: Launch, ops: Operands, first: Run, k: int) -
         return False
     if np.nanmax(np.abs(np.where(np.isfinite(ref), ref, 0)), initial=0) * factor * 4 > acc.max:
         return False
-    second = solve(variant, launch, a * factor, b, (case.a, case.b, case.c), fin, fout, ops.c.view.device)
+    second = solve(variant, launch, a * factor, b, (case.a, case.b, case.c), fin, fout, ops.c.view.device,
+                   case.config)
     # a deterministic kernel does the same arithmetic up to the exponent: bit-exact everywhere
     exact = variant.deterministic | (first.exact & second.exact)
     scaled = Run(first.c * factor, bounds.Allowance(
@@ -166,7 +170,7 @@ def zero_padding(variant: Variant, launch: Launch, ops: Operands, first: Run, ex
     a2 = np.concatenate([a, np.zeros((case.M, extra))], axis=1)
     b2 = np.concatenate([b, np.zeros((extra, case.N))], axis=0)
     second = solve(variant, launch, a2, b2, (case.a, case.b, case.c), by_name(case.dtype), by_name(case.out_dtype),
-                   ops.c.view.device)
+                   ops.c.view.device, case.config)
     _judge(f"append {extra} zero columns to A and rows to B", second.c, paired(first.c, [first, second]))
 
 
@@ -176,8 +180,8 @@ def split_k(variant: Variant, launch: Launch, ops: Operands, first: Run, k1: int
     a, b = numpy_ref.to_float64(ops.a.view), numpy_ref.to_float64(ops.b.view)
     layouts = (case.a, case.b, case.c)
     device = ops.c.view.device
-    left = solve(variant, launch, a[:, :k1], b[:k1], layouts, fin, fout, device)
-    right = solve(variant, launch, a[:, k1:], b[k1:], layouts, fin, fout, device)
+    left = solve(variant, launch, a[:, :k1], b[:k1], layouts, fin, fout, device, case.config)
+    right = solve(variant, launch, a[:, k1:], b[k1:], layouts, fin, fout, device, case.config)
     runs = (first, left, right)
     threshold = fout.overflow_threshold
     outside = np.zeros(first.c.shape, dtype=bool)  # only where every run's result is finite and cannot overflow

@@ -35,7 +35,7 @@ from properties.interpreter import sanitizer
 from properties.judge import agreement, oracles, relations
 from properties.judge.failures import Crashed, GemmFailure, InterpreterLimitation, LauncherRefused
 from properties.model.cases import GemmCase, Operands, materialize
-from properties.run import backends
+from properties.run import backends, preconditions
 from reference.formats import by_name
 from reference.numpy_ref import to_float64
 
@@ -115,7 +115,11 @@ def launch(variant: Variant, ops: Operands, backend: backends.Backend, config=()
     except GemmFailure:
         raise
     except Exception as error:  # noqa: BLE001  the kernel's or the interpreter's, classified below
-        raise classify(error, backend.name) from error
+        failure = classify(error, backend.name)
+        if isinstance(failure, LauncherRefused):  # name the case's features and what would exclude them
+            failure.message += preconditions.hint(variant, ops.a.view, ops.b.view, ops.c.view)
+            failure.args = (failure.message,)
+        raise failure from error
 
 
 _INTERPRETER_FILES = (os.path.join("triton", "runtime", "interpreter.py"), os.path.join("triton", "_C"))
@@ -151,7 +155,8 @@ def _reference(variant: Variant, case: GemmCase, backend) -> tuple[Observation, 
     start = time.perf_counter()
     ops = materialize(case, backend.device)
     launch(variant, ops, backend, case.config)
-    verdict = oracles.against_reference(ops, variant.precision)
+    verdict = oracles.against_reference(ops, variant.precision,
+                                        partials=oracles.output_partials(variant, case.dtype, case.config))
     versus_torch = None if verdict.exact else oracles.torch_error_ratio(ops, verdict.allowance.expected,
                                                                         verdict.values)
     observed = Observation(verdict.exact, verdict.error_ratio, time.perf_counter() - start, versus_torch)
@@ -198,7 +203,7 @@ def _agreement(example: Example, resolve, backend) -> Observation:
             try:
                 config = case.config if name == example.variant else ()  # the case's configuration is the focus's
                 runs[name] = relations.solve(v, lambda x, o, config=config: launch(x, o, backend, config), a, b,
-                                             (case.a, case.b, case.c), fin, fout, backend.device)
+                                             (case.a, case.b, case.c), fin, fout, backend.device, config)
             except GemmFailure as e:
                 e.context.setdefault("variant", name)
                 raise

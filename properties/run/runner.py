@@ -190,10 +190,11 @@ class Runner:
             compiled = self._values(self.backend.name, example, variant, timeout)
             interpreted = self._values("interpreter", example, variant, timeout)
             ops = materialize(example.case)
-            precision = (variant or targets.resolve(example.variant)).precision
+            resolved = variant or targets.resolve(example.variant)
             product = numpy_ref.product(ops.a.view, ops.b.view)
-            allow = oracles.reference_allowance(product, example.case.K, example.case.dtype, precision,
-                                                example.case.out_dtype)
+            allow = oracles.reference_allowance(
+                product, example.case.K, example.case.dtype, resolved.precision, example.case.out_dtype,
+                oracles.output_partials(resolved, example.case.dtype, example.case.config))
             from properties.judge.relations import Run, paired
 
             runs = [Run(interpreted, allow), Run(compiled, allow)]

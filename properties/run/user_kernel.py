@@ -1,13 +1,11 @@
 """Bring your own kernel: load `PATH.py:FUNC` (or `module:FUNC`) as a Variant the whole suite tests.
 
 FUNC(a, b, c) writes a @ b into the preallocated c (a is M x K, b is K x N, c is M x N, any strides, on
-the backend's device, c of the inputs' dtype). Optional attributes on FUNC:
-
-    supported_dtypes  tuple of torch dtypes (default: float16, bfloat16, float32)
-    precision         "ieee" or "tf32": what fp32 inputs get (default "ieee")
-    block_shape       (BM, BN, BK): aims the shape strategies at its boundaries (default (16, 32, 16))
-    signature         "leetgpu": FUNC is solve(a, b, c, M, N, K) in LeetGPU's naming, where A is
-                      M x N and B is N x K, all contiguous (also set with --gemm-kernel-signature)
+the backend's device, c of an output dtype the contract accepts for the inputs). What FUNC takes,
+computes and needs is its contract (`kernels.contract`, a decorator on FUNC): dtypes and output
+dtypes, precision, blocks, configurations, preconditions, split-K into C, determinism, signature.
+An `@triton.autotune`d kernel that FUNC launches brings its own configuration space: each example
+runs one configuration of its list, pinned, untimed (`kernels.autotuning.pinned`).
 
 The file is imported only after the backend is chosen, so a plain @triton.jit kernel inside it runs
 in the interpreter unchanged. The wrapper validates operands like the built-in launchers, so bad
@@ -22,17 +20,21 @@ import importlib.util
 import inspect
 import sys
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-import torch
+from triton.runtime.autotuner import Autotuner
 
-from kernels import operands
-from kernels.registry import Requirements, Variant
+from kernels import autotuning, contracts, operands
+from kernels.contracts import SIGNATURES
+from kernels.registry import Variant
 
-DEFAULT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
-DEFAULT_BLOCK = (16, 32, 16)
-SIGNATURES = ("plain", "leetgpu")
+# attributes FUNC once declared its facts with; the contract holds them now
+_RETIRED = {"supported_dtypes": "dtypes={torch.float16: (torch.float16,), ...}", "precision": "precision=...",
+            "block_shape": "blocks=(BM, BN, BK)", "signature": "signature=..."}
+# what an autotuner's configuration may call the tile sizes
+_BLOCK_NAMES = {"BM": ("BM", "BLOCK_M", "BLOCK_SIZE_M"), "BN": ("BN", "BLOCK_N", "BLOCK_SIZE_N"),
+                "BK": ("BK", "BLOCK_K", "BLOCK_SIZE_K")}
 
 
 class KernelSpecError(ValueError):
@@ -121,15 +123,41 @@ def _import(spec: str):
     return fn, func, canonical, path
 
 
-def _attribute(fn, name, default, valid, spec: str, expected: str):
-    value = getattr(fn, name, default)
-    if not valid(value):
-        raise KernelSpecError(f"--gemm-kernel {spec!r}: {name} = {value!r}; expected {expected}")
-    return value
+def _autotuner(fn, spec: str) -> Autotuner | None:
+    """The @triton.autotune'd kernel FUNC launches: a global of its module that FUNC names, or a helper
+    of the same module that FUNC calls does."""
+    module_globals = getattr(fn, "__globals__", {})
+    found, seen, codes = {}, set(), [getattr(fn, "__code__", None)]
+    while codes:
+        code = codes.pop()
+        if code is None or code in seen:
+            continue
+        seen.add(code)
+        codes += [c for c in code.co_consts if inspect.iscode(c)]  # lambdas and nested functions
+        for name in code.co_names:
+            value = module_globals.get(name)
+            if isinstance(value, Autotuner):
+                found[name] = value
+            elif inspect.isfunction(value) and value.__globals__ is module_globals:
+                codes.append(value.__code__)
+    if len(found) > 1:
+        raise KernelSpecError(f"--gemm-kernel {spec!r}: {fn.__name__} launches {len(found)} autotuned kernels "
+                              f"({', '.join(sorted(found))}); the suite pins one configuration list")
+    return next(iter(found.values()), None)
 
 
-def _dtype_tuple(value) -> bool:
-    return isinstance(value, (tuple, list)) and bool(value) and all(isinstance(d, torch.dtype) for d in value)
+def _space(tuner: Autotuner, blocks: tuple[int, int, int]) -> tuple[list[dict], set[str]]:
+    """The autotuner's configurations as the registry's dicts (BM, BN, BK added where the kernel names
+    its tiles otherwise), and the keys the autotuner itself sets."""
+    space, keys = [], set()
+    for config in tuner.configs:
+        values = autotuning.as_dict(config)
+        keys |= set(values)
+        tiles = {}
+        for name, aliases in _BLOCK_NAMES.items():
+            tiles[name] = next((values[a] for a in aliases if a in values), blocks["MNK".index(name[1])])
+        space.append({**values, **tiles})
+    return space, keys
 
 
 _LOADED: dict[str, tuple[Variant, KernelRef]] = {}
@@ -137,45 +165,58 @@ _LOADED: dict[str, tuple[Variant, KernelRef]] = {}
 
 def load(spec: str, signature: str | None = None) -> Variant:
     """The user's kernel as a Variant named by its identity (`KernelRef.name`); registered in this
-    process so `loaded(name)` finds it."""
+    process so `loaded(name)` finds it. `signature` (from the command line) overrides the contract's."""
     fn, func, canonical, path = _import(spec)
     ref = KernelRef(canonical, signature, str(path), _digest(path))
     if ref.name in _LOADED:
         return _LOADED[ref.name][0]
-    dtypes = tuple(_attribute(fn, "supported_dtypes", DEFAULT_DTYPES, _dtype_tuple, spec,
-                              "a non-empty tuple of torch dtypes, e.g. (torch.float16,)"))
-    precision = _attribute(fn, "precision", "ieee", lambda v: v in ("ieee", "tf32"), spec, '"ieee" or "tf32"')
-    block = tuple(_attribute(fn, "block_shape", DEFAULT_BLOCK,
-                             lambda v: isinstance(v, (tuple, list)) and len(v) == 3 and all(
-                                 isinstance(x, int) and x > 0 for x in v), spec, "(BM, BN, BK), positive ints"))
-    signature = signature or _attribute(fn, "signature", "plain", lambda v: v in SIGNATURES, spec,
-                                        " or ".join(repr(s) for s in SIGNATURES))
-    if signature not in SIGNATURES:
+    retired = [n for n in _RETIRED if n in getattr(fn, "__dict__", {})]
+    if retired:
+        raise KernelSpecError(f"--gemm-kernel {spec!r}: {func}.{retired[0]} is no longer read; declare it in the "
+                              f"contract: @kernels.contract({_RETIRED[retired[0]]}) on {func}")
+    if signature is not None and signature not in SIGNATURES:
         raise KernelSpecError(f"kernel signature {signature!r}; expected one of {', '.join(SIGNATURES)}")
-    expected_args = 6 if signature == "leetgpu" else 3
+    declared = contracts.of(fn)
+    if signature is not None:
+        declared = replace(declared, signature=signature)
+    tuner = _autotuner(fn, spec)
+    if tuner is not None and declared.configs:
+        raise KernelSpecError(f"--gemm-kernel {spec!r}: {func} declares configs and launches an autotuned kernel; "
+                              "the autotuner's list is its configuration space, so leave configs out")
+    configs, tuner_keys = _space(tuner, declared.blocks) if tuner is not None else (declared.configs, set())
+    leetgpu = declared.signature == "leetgpu"
+    arguments = range(6 if leetgpu else 3)
+    keywords = {"config": None} if declared.configs else {}
     try:
-        inspect.signature(fn).bind(*range(expected_args))
+        inspect.signature(fn).bind(*arguments, **keywords)
     except TypeError:
+        expected = "solve(a, b, c, M, N, K)" if leetgpu else "FUNC(a, b, c)"
+        if keywords:
+            expected = expected[:-1] + ", config)"
         raise KernelSpecError(
-            f"--gemm-kernel {spec!r}: {func}{inspect.signature(fn)} cannot take {expected_args} arguments; the "
-            f"{signature} signature is " + ("solve(a, b, c, M, N, K)" if signature == "leetgpu" else "FUNC(a, b, c)")
+            f"--gemm-kernel {spec!r}: {func}{inspect.signature(fn)} cannot be called as {expected} (the "
+            f"{declared.signature} signature" + (", with declared configs" if keywords else "") + ")"
         ) from None
-    name = ref.name
-    requirements = Requirements(contiguous=("a", "b", "c")) if signature == "leetgpu" else Requirements()
-    variant_dtypes = {d: (d,) for d in dtypes}
 
     def launch(a, b, c, config=None):
         M, N, K = operands.check(variant, a, b, c)
-        if signature == "leetgpu":
-            fn(a, b, c, M, K, N)  # LeetGPU: A is M x N, B is N x K, C is M x K
+        chosen = variant.config(a.device.type, a.dtype, config)
+        args = (a, b, c, M, K, N) if leetgpu else (a, b, c)  # LeetGPU: A is M x N, B is N x K, C is M x K
+        if tuner is not None:
+            with autotuning.pinned(tuner, {k: v for k, v in chosen.items() if k in tuner_keys}):
+                fn(*args)
+        elif declared.configs:
+            fn(*args, config=chosen)
         else:
-            fn(a, b, c)
+            fn(*args)
 
-    variant = Variant(name=name, launch=launch, dtypes=variant_dtypes, precision=precision,
-                      configs={device: (dict(zip(("BM", "BN", "BK"), block)),) for device in ("cpu", "cuda")},
-                      origin=f"user kernel {spec}",
-                      requirements=requirements, description=f"{signature} signature")
-    _LOADED[name] = (variant, ref)
+    described = f"{declared.signature} signature" + (f", autotuned over {len(configs)} configurations"
+                                                     if tuner is not None else "")
+    try:
+        variant = declared.variant(ref.name, launch, configs, f"user kernel {spec}", described)
+    except ValueError as e:
+        raise KernelSpecError(f"--gemm-kernel {spec!r}: {e}") from None
+    _LOADED[ref.name] = (variant, ref)
     return variant
 
 
