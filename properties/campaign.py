@@ -53,6 +53,8 @@ class TargetResult:
     torch_ratios: list[float] = field(default_factory=list)
     limitations: int = 0
     first_failure_at: int | None = None  # the example (1 = the first run) that first failed
+    reached: dict = field(default_factory=dict)  # examples per feature reached (properties/report/reached.py)
+    wanted: list = field(default_factory=list)  # the features its strategies can reach
 
     def to_dict(self) -> dict:
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -141,6 +143,7 @@ def _fill(result: TargetResult, stats) -> None:
     result.failures, result.failing_ratio, result.failing_case = stats.failures, stats.failing_ratio, stats.failing_case
     result.ratios, result.torch_ratios = list(stats.ratios), list(stats.torch_ratios)
     result.limitations = stats.limitations
+    result.reached, result.wanted = dict(stats.reached), list(stats.wanted)
 
 
 class _Stop:
@@ -283,6 +286,11 @@ def _report(results: list[TargetResult], backend, budget: float, elapsed: float,
     from properties.report import summary
 
     text = summary.summary_markdown(results, backend, budget, elapsed, interrupted=bool(status))
+    unreached = [(r.target_id, sorted(f for f in r.wanted if not r.reached.get(f))) for r in results if r.examples]
+    unreached = [(t, missing) for t, missing in unreached if missing]
+    if unreached:  # what the cases never reached: a bug hiding there was not looked for
+        text += "\n## What no example reached\n\n| target | never reached |\n|---|---|\n"
+        text += "".join(f"| {t} | {', '.join(missing)} |\n" for t, missing in unreached)
     if workers:  # which worker ran where, and how fast
         text += "\n## Workers\n\n| worker | device | targets | examples | examples/s |\n|---|---|---|---|---|\n"
         for w in workers:

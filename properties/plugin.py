@@ -422,7 +422,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     if SELECTION not in config.stash:
         return
     from properties.report import bugs
-    from properties.report.stats import TargetStats, table
+    from properties.report.stats import TargetStats, never_reached, table
 
     found = bugs.summary(config.stash.get(_FAILURES, []))
     if found:
@@ -442,3 +442,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     terminalreporter.section("GEMM targets: examples, failures, worst error / bound")
     for line in table(merged):
         terminalreporter.write_line(line)
+    unreached = never_reached(merged)
+    if unreached:
+        terminalreporter.section("GEMM coverage: what no example reached")
+        for line in unreached:
+            terminalreporter.write_line(line)

@@ -27,6 +27,8 @@ class TargetStats:
     seconds: float = 0.0
     ratios: list[float] = field(default_factory=list)
     torch_ratios: list[float] = field(default_factory=list)  # error / torch.matmul's, where torch errs
+    reached: dict[str, int] = field(default_factory=dict)  # examples per feature reached (report/reached.py)
+    wanted: list[str] = field(default_factory=list)  # the features its strategies can reach
 
     @property
     def memory(self) -> int:
@@ -44,6 +46,9 @@ class TargetStats:
             self.kinds[kind] = self.kinds.get(kind, 0) + n
         self.ratios += other.ratios
         self.torch_ratios += other.torch_ratios
+        for feature, n in other.reached.items():
+            self.reached[feature] = self.reached.get(feature, 0) + n
+        self.wanted = sorted(set(self.wanted) | set(other.wanted))
 
 
 class Stats:
@@ -82,6 +87,13 @@ class Stats:
         if not s.failing_case or (ratio is not None and ratio > (s.failing_ratio or 0)):
             s.failing_ratio, s.failing_case = ratio, failure.context.get("case", "")
 
+    def reached(self, target_id: str, features: set[str], wanted: set[str]) -> None:
+        s = self._of(target_id)
+        for feature in features:
+            s.reached[feature] = s.reached.get(feature, 0) + 1
+        if not s.wanted:
+            s.wanted = sorted(wanted)
+
     def left_out(self, target_id: str) -> None:
         self._of(target_id).not_run += 1
 
@@ -108,6 +120,17 @@ def worst(s) -> tuple[str, str]:
         ratio = "failed" if s.failing_ratio is None else f"{s.failing_ratio:.3g} (failed)"
         return ratio, s.failing_case
     return ("-" if s.worst_ratio is None else f"{s.worst_ratio:.3g}"), s.worst_case
+
+
+def never_reached(stats: dict[str, TargetStats]) -> list[str]:
+    """One line per target whose examples never reached some feature its strategies can reach."""
+    lines = []
+    for target_id in sorted(stats):
+        s = stats[target_id]
+        missing = sorted(f for f in s.wanted if not s.reached.get(f))
+        if missing and s.examples:
+            lines.append(f"{target_id}: never reached {', '.join(missing)}")
+    return lines
 
 
 def table(stats: dict[str, TargetStats]) -> list[str]:

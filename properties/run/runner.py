@@ -30,7 +30,7 @@ import numpy as np
 
 from properties.judge import compare
 from properties.judge.failures import Crashed, GemmFailure, TimedOut
-from properties.report import repros
+from properties.report import reached, repros
 from properties.report.stats import Stats
 from properties.run import backends, examples, isolation, targets
 from properties.run.examples import Example, Observation
@@ -301,12 +301,23 @@ class PropertyRun:
                 stats.left_out(self.target_id)  # cut short by the shrinking budget: not a verdict
                 _reject()
             self._failed(key, failure, time.monotonic() - start, fault=fault)
+            self._reached(example, variant)
             if final:
                 failure = self._report(example, variant, failure, simplify=not fault)
             raise failure
         stats.passed(self.target_id, observed, example.case.describe())
+        self._reached(example, variant)
         self.known[key] = observed
         return observed
+
+    def _reached(self, example: Example, variant) -> None:
+        """Count the features the example's case reached, for its target (properties/report/reached.py)."""
+        variant = variant or _safe_resolve(example.variant)
+        if variant is None or example.check not in ("reference", "metamorphic"):
+            return
+        device, backend = self.runner.backend.device.type, self.runner.backend
+        self.runner.stats.reached(self.target_id, reached.features(example.case, variant, device),
+                                  reached.expected(variant, device, example.case.dtype, backend.max_dim))
 
     def _failed(self, key: str, failure: GemmFailure, seconds: float, fault: bool) -> None:
         self.runner.stats.failed(self.target_id, failure, seconds)

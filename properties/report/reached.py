@@ -1,0 +1,75 @@
+"""What the cases of a target reached: the features a kernel's bugs hide behind (three or more tiles
+and a ragged edge along each axis of its blocks, Triton's specialization classes of M, N and K, each
+layout feature, value profile and configuration), counted per target, so a run can say what it never
+reached. Line coverage of a kernel's body is coverage.py's job (`coverage run -m pytest
+--gemm-kernel ...` in the interpreter, where the body runs as Python)."""
+
+from __future__ import annotations
+
+from properties.model import profiles
+from properties.model.cases import GemmCase
+from reference.formats import by_name
+
+AXES = ("M", "N", "K")
+OPERANDS = ("A", "B", "C")
+LAYOUT_FEATURES = ("col-major", "padded", "strided", "offset", "broadcast")
+
+
+def _blocks(variant, device_type: str, dtype: str, config: dict) -> dict[str, int]:
+    full = {**variant.configs_for(device_type, by_name(dtype).dtype)[0], **config}
+    return {"M": full.get("BM", 16), "N": full.get("BN", 16), "K": full.get("BK", 16)}
+
+
+def features(case: GemmCase, variant, device_type: str) -> set[str]:
+    """The features this case reaches for this variant."""
+    found = set()
+    blocks = _blocks(variant, device_type, case.dtype, dict(case.config))
+    for axis in AXES:
+        size, block = getattr(case, axis), blocks[axis]
+        if size >= 2 * block + 1:
+            found.add(f"{axis}: 3+ tiles")
+        if size > block and size % block:
+            found.add(f"{axis}: ragged edge past a full tile")
+        if size == 1:
+            found.add(f"{axis} == 1")
+        elif size % 16 == 0:
+            found.add(f"{axis} % 16 == 0")
+        else:
+            found.add(f"{axis} neither 1 nor a multiple of 16")
+    for name, layout in zip(OPERANDS, (case.a, case.b, case.c)):
+        for feature, present in (("col-major", layout.order == "col"), ("padded", layout.pad > 0),
+                                 ("strided", layout.step > 1), ("offset", layout.offset > 0),
+                                 ("broadcast", bool(layout.broadcast))):
+            if present:
+                found.add(f"{name} {feature}")
+    found.add(f"profile {case.profile}")
+    if case.specials:
+        found.add("specials")
+    found.add(f"config {_config_index(variant, device_type, case)}")
+    return found
+
+
+def _config_index(variant, device_type: str, case: GemmCase) -> int:
+    if not case.config:
+        return 0
+    space = variant.configs_for(device_type, by_name(case.dtype).dtype)
+    full = {**space[0], **dict(case.config)}
+    return next((i for i, c in enumerate(space) if dict(c) == full), 0)
+
+
+def expected(variant, device_type: str, dtype: str, max_dim: int) -> set[str]:
+    """What the strategies can reach for this target (what is never drawn is not expected: layouts a
+    variant refuses, profiles the dtype has no use for)."""
+    fmt = by_name(dtype)
+    wanted = {f"{axis} {cls}" for axis in AXES for cls in ("== 1", "% 16 == 0", "neither 1 nor a multiple of 16")}
+    wanted |= {f"{axis}: {what}" for axis in AXES for what in ("3+ tiles", "ragged edge past a full tile")}
+    wanted |= {f"profile {p}" for p in profiles.available(fmt)}
+    if fmt.is_float:
+        wanted.add("specials")
+    wanted |= {f"config {i}" for i in range(len(variant.configs_for(device_type, fmt.dtype)))}
+    return wanted
+
+
+def never(reached: dict[str, int], wanted: set[str]) -> list[str]:
+    """The expected features no example reached, in a stable order."""
+    return sorted(f for f in wanted if not reached.get(f))

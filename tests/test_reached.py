@@ -1,0 +1,43 @@
+"""What the cases reached (properties/report/reached.py): the features a case reaches for a variant's
+blocks, what a target's strategies can reach, and the summary line of what no example reached."""
+
+import kernels
+from properties.model.cases import COL, GemmCase, Layout
+from properties.report import reached
+from properties.report.stats import TargetStats, never_reached
+from properties.run.examples import Example
+from properties.run.runner import Runner, RunSettings
+
+
+def test_a_case_reaches_tiles_edges_classes_layouts_and_its_config(backend):
+    tiled = kernels.get("tiled")  # 16 x 16 x 16 blocks in the interpreter's default configuration
+    case = GemmCase(33, 1, 32, "fp16", "fp16", a=COL, b=Layout(pad=3, offset=1), profile="small_ints", specials=True)
+    found = reached.features(case, tiled, "cpu")
+    assert {"M: 3+ tiles", "M: ragged edge past a full tile", "M neither 1 nor a multiple of 16", "N == 1",
+            "K % 16 == 0", "A col-major", "B padded", "B offset", "profile small_ints", "specials",
+            "config 0"} <= found
+    assert not {"N: 3+ tiles", "K: 3+ tiles", "K: ragged edge past a full tile", "C padded"} & found
+    assert "M: 3+ tiles" not in reached.features(GemmCase(32, 1, 1, "fp16", "fp16"), tiled, "cpu")
+
+
+def test_what_a_target_can_reach_follows_its_dtype_and_configs():
+    tiled = kernels.get("tiled")
+    wanted = reached.expected(tiled, "cpu", "int8", 72)
+    assert "specials" not in wanted and "profile small_ints" in wanted and "profile subnormal" not in wanted
+    configs = len(tiled.configs_for("cpu"))
+    assert {f"config {i}" for i in range(configs)} <= reached.expected(tiled, "cpu", "fp16", 72)
+
+
+def test_the_runner_counts_what_each_example_reached_and_the_summary_names_what_none_did(backend):
+    with Runner(RunSettings(backend=backend.name), backend) as runner:
+        prop = runner.property("tiled-fp16")
+        for m in (1, 40):
+            prop.run(Example("reference", "tiled", GemmCase(m, 4, 4, "fp16", "fp16")))
+        stats = runner.stats.targets["tiled-fp16"]
+    assert stats.reached["M == 1"] == 1 and stats.reached["M: 3+ tiles"] == 1 and stats.reached["profile ones"] == 2
+    line = never_reached({"tiled-fp16": stats})[0]
+    assert line.startswith("tiled-fp16: never reached ") and "N: 3+ tiles" in line and "M == 1" not in line
+    merged = TargetStats()
+    merged.merge(stats)  # as xdist workers' statistics merge
+    merged.merge(stats)
+    assert merged.reached["profile ones"] == 4 and merged.wanted == stats.wanted
