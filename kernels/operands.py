@@ -87,7 +87,7 @@ def _check_machine(variant: Variant, tensors: dict[str, torch.Tensor]) -> None:
     devices = {name: t.device for name, t in tensors.items()}
     if len(set(devices.values())) != 1:
         where = ", ".join(f"{n} on {d}" for n, d in devices.items())
-        raise ValueError(f"{' and '.join(tensors)} must be on one device; got {where}")
+        raise ValueError(f"{', '.join(tensors)} must be on one device; got {where}")
     device = next(iter(devices.values()))
     backend = mode.configure()
     if backend == "cuda" and device.type != "cuda":

@@ -78,8 +78,8 @@ def test_refuses_operands_that_require_grad(variant, backend):
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_refuses_tensors_on_different_devices(variant, backend):
     a, b, c = _operands(variant, backend.device)
-    _refused(variant, a, b.cpu(), c, ValueError, r"A and B must be on one device; got A on cuda.*, B on cpu")
-    _refused(variant, a, b, c.cpu(), ValueError, r"A and B and C must be on one device; got .*, C on cpu")
+    _refused(variant, a, b.cpu(), c, ValueError, r"A, B, C must be on one device; got A on cuda.*, B on cpu")
+    _refused(variant, a, b, c.cpu(), ValueError, r"A, B, C must be on one device; got .*, C on cpu")
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

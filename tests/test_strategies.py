@@ -42,3 +42,20 @@ def test_cases_stay_within_the_backend_limit(data):
     limits = [strategies.reach({s[axis] for s in shapes}, 40) for axis in range(3)]
     assert 1 <= min(case.M, case.N, case.K) and all(d <= top for d, top in zip((case.M, case.N, case.K), limits))
     assert case.dtype == "bf16" and case.out_dtype in ("bf16", "fp32")
+
+
+def test_some_peers_keeps_the_focus_draws_distinct_others_and_shrinks_to_the_first():
+    variants = kernels.variants()
+    focus = kernels.get("tiled")
+    drawn = find(strategies.some_peers(variants, [focus], 3), lambda peers: True)
+    assert [v.name for v in drawn] == [v.name for v in variants if v is focus or v in
+                                       [w for w in variants if w is not focus][:3]]
+
+    @settings(max_examples=30, database=None)
+    @given(strategies.some_peers(variants, [focus], 3))
+    def check(peers):
+        names = [v.name for v in peers]
+        assert len(names) == len(set(names)) == 4 and "tiled" in names
+
+    check()
+    assert find(strategies.some_peers(variants[:3], [focus], 3), lambda peers: True) == variants[:3]  # all of them

@@ -38,9 +38,7 @@ def test_variants_agree(agreement_group, backend, gemm, data):
     if focus is None:  # every variant runs in its default configuration; a focus in the case's
         case = dataclasses.replace(case, config=())
     if not backend.interpreted:
-        others = [v for v in peers if v is not focus and v is not source]
-        drawn = data.draw(st.lists(st.sampled_from(others), min_size=min(PEERS_ON_GPU, len(others)),
-                                   max_size=PEERS_ON_GPU, unique=True), label="peers") if others else []
-        peers = [v for v in peers if v is focus or v is source or v in drawn]
+        peers = data.draw(strategies.some_peers(peers, [v for v in (focus, source) if v], PEERS_ON_GPU),
+                          label="peers")
     example = Example("agreement", focus.name if focus else "", case, (("peers", tuple(v.name for v in peers)),))
     gemm.run(example, focus)

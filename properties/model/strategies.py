@@ -222,3 +222,14 @@ def gemm_cases(draw, variant: Variant, dtype: str, *, device_type: str, max_dim:
         order=draw(_optional(st.integers(1, 2**16))) if device_type == "cpu" else 0,
         config=draw(configs(variant, device_type, dtype)),
     )
+
+
+def some_peers(variants: list, keep: list, count: int) -> st.SearchStrategy[list]:
+    """`keep` and `count` others of `variants` (all of them if fewer), in the order of `variants`;
+    shrinks toward the first others."""
+    names = {v.name for v in keep}
+    others = [v for v in variants if v.name not in names]
+    if len(others) <= count:
+        return st.just(list(variants))
+    return st.lists(st.sampled_from(others), min_size=count, max_size=count, unique_by=lambda v: v.name).map(
+        lambda drawn: [v for v in variants if v.name in names or any(d.name == v.name for d in drawn)])
