@@ -91,6 +91,8 @@ WRONG_KERNEL = textwrap.dedent("""
     import triton
     import triton.language as tl
 
+    from kernels import contract
+
     @triton.jit
     def _kernel(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn, B: tl.constexpr):
         m = tl.program_id(0) * B + tl.arange(0, B)
@@ -104,11 +106,10 @@ WRONG_KERNEL = textwrap.dedent("""
         tl.store(c + m[:, None] * scm + n[None, :] * scn, acc.to(c.dtype.element_ty),
                  mask=(m[:, None] < M) & (n[None, :] < N))
 
+    @contract(blocks=(16, 16, 16))
     def matmul(a, b, c):
         grid = (triton.cdiv(a.shape[0], 16), triton.cdiv(b.shape[1], 16))
         _kernel[grid](a, b, c, a.shape[0], b.shape[1], a.shape[1], *a.stride(), *b.stride(), *c.stride(), B=16)
-
-    matmul.block_shape = (16, 16, 16)
 """)
 
 
@@ -123,16 +124,16 @@ def test_a_failing_run_shows_each_failure_short_and_each_bug_once(pytester, monk
     for noise in ("Explanation", "Highest target score", "Traceback", 'File "', "properties/", "Falsifying example"):
         assert noise not in out, noise
     section = out[out.index("GEMM failures: "):out.index("GEMM targets")]
-    oob = re.search(r"\d+\. out-of-bounds access: user:my_kernel\.matmul#\w+ at the load of a at my_kernel\.py:11\n"
+    oob = re.search(r"\d+\. out-of-bounds access: user:my_kernel\.matmul#\w+ at the load of a at my_kernel\.py:13\n"
                     r"    in (.*); dtypes bf16, fp16\n", section)
     assert oob and set(oob.group(1).split(", ")) == set(TESTS), section
-    assert section.count("at the load of a at my_kernel.py:11") == 1
+    assert section.count("at the load of a at my_kernel.py:13") == 1
     failed = [line for line in result.stdout.lines if line.startswith("FAILED")]
     # pytest-reportlog's log holds each failure as it happened: the short report and the bug's record
     logged = [json.loads(line) for line in (pytester.path / "log.jsonl").read_text().splitlines()]
     logged = [r for r in logged if r.get("outcome") == "failed"]
     assert len(logged) == len(failed) and all(r["gemm_failures"] for r in logged)
-    assert any("out-of-bounds load in kernel '_kernel' at my_kernel.py:11" in json.dumps(r["longrepr"]) for r in logged)
+    assert any("out-of-bounds load in kernel '_kernel' at my_kernel.py:13" in json.dumps(r["longrepr"]) for r in logged)
     assert len(failed) >= 6 and all(re.search(r"\] - (out-of-bounds load of a in kernel|value out of bound: C|"
                                               r"not bit-exact: C)", line) for line in failed), failed
 
