@@ -77,7 +77,7 @@ def test_a_failing_kernel_leaves_a_repro_and_a_nonzero_status_within_its_budget(
     assert wall <= 22 + 20, f"{wall:.0f} s in all"  # and start-up (torch, triton, the worker) on top
     assert "FAIL" in run.stdout and "repro: python " in run.stdout
     scripts = list((tmp_path / "report" / "repros").glob("user_mine_matmul_*-fp16-*.py"))
-    # one per distinct failure Hypothesis reports (under load, shrinking can end with two of them)
+    # a script per failure the target reported (a loaded machine has left two: each must replay)
     assert scripts and "-fp16: out-of-bounds access" in (tmp_path / "report" / "summary.md").read_text()
     for script in scripts:
         replay = subprocess.run([sys.executable, str(script), "--backend", "interpreter"], cwd=tmp_path,
