@@ -12,37 +12,14 @@ import time
 from pathlib import Path
 
 import pytest
+from test_campaign import ROOT_KERNEL  # a right kernel, as a user's file
 
 from properties.run import fleet
 
 # Right while M fits one row of tiles; with M > 16 the grid floors M / 16 and the last ragged row of
 # tiles is never written. The first example Hypothesis runs (1x1x1) passes, random ones soon fail.
-FLOORED_GRID = """
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def _k(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn, BM: tl.constexpr):
-    m = tl.program_id(0) * BM + tl.arange(0, BM)
-    n = tl.program_id(1) * BM + tl.arange(0, BM)
-    kk = tl.arange(0, BM)
-    acc = tl.zeros((BM, BM), dtype=tl.float32)
-    for k in range(0, K, BM):
-        x = tl.load(a + m[:, None] * sam + (k + kk)[None, :] * sak, mask=(m[:, None] < M) & ((k + kk)[None, :] < K),
-                    other=0.0)
-        y = tl.load(b + (k + kk)[:, None] * sbk + n[None, :] * sbn, mask=((k + kk)[:, None] < K) & (n[None, :] < N),
-                    other=0.0)
-        acc = tl.dot(x, y, acc, input_precision="ieee")
-    tl.store(c + m[:, None] * scm + n[None, :] * scn, acc.to(c.dtype.element_ty),
-             mask=(m[:, None] < M) & (n[None, :] < N))
-
-
-def matmul(a, b, c):
-    rows = max(1, a.shape[0] // 16)  # BUG: floors; triton.cdiv(M, 16) is right
-    _k[(rows, triton.cdiv(b.shape[1], 16))](a, b, c, a.shape[0], b.shape[1], a.shape[1],
-                                           *a.stride(), *b.stride(), *c.stride(), BM=16)
-"""
+FLOORED_GRID = ROOT_KERNEL.replace("_k[(triton.cdiv(a.shape[0], 16),", "_k[(max(1, a.shape[0] // 16),")
+assert FLOORED_GRID != ROOT_KERNEL
 
 
 def test_targets_are_dealt_round_robin_and_gpus_assigned_in_turn(monkeypatch):
