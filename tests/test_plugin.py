@@ -7,10 +7,11 @@ import textwrap
 
 import pytest
 
+from kernels.mutants import Edit, edited
 from properties import plugin
 from properties.run import user_kernel
 
-KERNEL = textwrap.dedent("""
+RIGHT = textwrap.dedent("""
     import triton
     import triton.language as tl
 
@@ -24,8 +25,8 @@ KERNEL = textwrap.dedent("""
         acc = tl.zeros((BM, BN), dtype=tl.float32)
         for k in range(0, K, BK):
             kk = k + tl.arange(0, BK)
-            x = tl.load(a + m[:, None] * sam + kk[None, :] * sak, mask=(m[:, None] < M) & K_MASK_A, other=0.0)
-            y = tl.load(b + kk[:, None] * sbk + n[None, :] * sbn, mask=K_MASK_B & (n[None, :] < N), other=0.0)
+            x = tl.load(a + m[:, None] * sam + kk[None, :] * sak, mask=(m[:, None] < M) & (kk[None, :] < K), other=0.0)
+            y = tl.load(b + kk[:, None] * sbk + n[None, :] * sbn, mask=(kk[:, None] < K) & (n[None, :] < N), other=0.0)
             acc = tl.dot(x, y, acc, input_precision="ieee")
         tl.store(c + m[:, None] * scm + n[None, :] * scn, acc.to(c.dtype.element_ty),
                  mask=(m[:, None] < M) & (n[None, :] < N))
@@ -40,8 +41,9 @@ KERNEL = textwrap.dedent("""
     def solve(a, b, c, M, N, K):  # LeetGPU: A is M x N, B is N x K, C is M x K, all contiguous
         _kernel[(triton.cdiv(M, 16), triton.cdiv(K, 16))](a, b, c, M, K, N, N, 1, K, 1, K, 1, BM=16, BN=16, BK=16)
 """)
-RIGHT = KERNEL.replace("K_MASK_A", "(kk[None, :] < K)").replace("K_MASK_B", "(kk[:, None] < K)")
-NO_K_MASK = KERNEL.replace("K_MASK_A", "True").replace("K_MASK_B", "True")
+# the bug planted as the mutants are (kernels/mutants): declared edits, each matching once, lines marked
+NO_K_MASK = edited(RIGHT, (Edit("& (kk[None, :] < K), other", "& True, other"),
+                           Edit("mask=(kk[:, None] < K) & (n", "mask=True & (n")), "no_k_mask")
 FAST = ["--gemm-backend", "interpreter", "--gemm-dtype", "fp16", "-p", "no:cacheprovider", "--hypothesis-profile", "ci"]
 
 

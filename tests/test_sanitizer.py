@@ -1,6 +1,9 @@
 """The bounds sanitizer refuses every planted out-of-bounds access before it runs, with a message that
 names kernel, operand, program, offset and extent, and stays silent on correct kernels."""
 
+import functools
+import inspect
+
 import numpy as np
 import pytest
 import torch
@@ -8,6 +11,8 @@ import triton
 import triton.language as tl
 
 import kernels
+from kernels import mutants
+from kernels.mutants import Edit
 from properties.interpreter import sanitizer
 from properties.model.cases import ROW, GemmCase, Layout, materialize
 from properties.run import runner
@@ -20,8 +25,8 @@ BLOCKS = (16, 32, 16)  # BM, BN, BK of the kernels below
 
 @triton.jit
 def planted_matmul(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
-                   BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, BUG: tl.constexpr):
-    """The tiled GEMM, with one bug planted by name (BUG="" is the correct kernel)."""
+                   BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """The tiled GEMM, right; BUGS below plant one bug in it each, as the mutants are planted."""
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     offs_m = pid_m * BM + tl.arange(0, BM)
@@ -31,25 +36,39 @@ def planted_matmul(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
     for k in range(0, K, BK):
         rk = k + offs_k
         a_ptrs = a_ptr + offs_m[:, None] * sam + rk[None, :] * sak
-        if BUG == "contiguous A":  # ignores A's strides
-            a_ptrs = a_ptr + offs_m[:, None] * K + rk[None, :]
         a_mask = (offs_m[:, None] < M) & (rk[None, :] < K)
         b_mask = (rk[:, None] < K) & (offs_n[None, :] < N)
-        if BUG == "reduction-only masks":  # seed 004
-            a_mask = rk[None, :] < K
-            b_mask = rk[:, None] < K
-        if BUG == "no K mask":
-            a_mask = offs_m[:, None] < M
-            b_mask = offs_n[None, :] < N
-        if BUG == "<= on M":
-            a_mask = (offs_m[:, None] <= M) & (rk[None, :] < K)
         a = tl.load(a_ptrs, mask=a_mask, other=0.0)
         b = tl.load(b_ptr + rk[:, None] * sbk + offs_n[None, :] * sbn, mask=b_mask, other=0.0)
         acc = tl.dot(a, b, acc)
     c_mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
-    if BUG == "store masked on M only":
-        c_mask = offs_m[:, None] < M
     tl.store(c_ptr + offs_m[:, None] * scm + offs_n[None, :] * scn, acc.to(c_ptr.dtype.element_ty), mask=c_mask)
+
+
+A_MASK = "a_mask = (offs_m[:, None] < M) & (rk[None, :] < K)"
+B_MASK = "b_mask = (rk[:, None] < K) & (offs_n[None, :] < N)"
+BUGS = {
+    "contiguous A": (Edit("a_ptrs = a_ptr + offs_m[:, None] * sam + rk[None, :] * sak",
+                          "a_ptrs = a_ptr + offs_m[:, None] * K + rk[None, :]"),),  # ignores A's strides
+    "reduction-only masks": (Edit(A_MASK, "a_mask = rk[None, :] < K"), Edit(B_MASK, "b_mask = rk[:, None] < K")),
+    "no K mask": (Edit(A_MASK, "a_mask = offs_m[:, None] < M"), Edit(B_MASK, "b_mask = offs_n[None, :] < N")),
+    "<= on M": (Edit(A_MASK, "a_mask = (offs_m[:, None] <= M) & (rk[None, :] < K)"),),
+    "store masked on M only": (Edit("c_mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)",
+                                    "c_mask = offs_m[:, None] < M"),),
+}
+
+
+def _file(bug: str) -> str:
+    return "sanitizer_" + "".join(ch if ch.isalnum() else "_" for ch in bug)
+
+
+@functools.cache
+def _kernel(bug: str):
+    """planted_matmul, or the generated kernel with `bug` planted (its own file: the sanitizer names it)."""
+    if not bug:
+        return planted_matmul
+    source = "import triton\nimport triton.language as tl\n\n\n" + inspect.getsource(planted_matmul.fn)
+    return mutants.load(mutants.edited(source, BUGS[bug], _file(bug)), _file(bug)).planted_matmul
 
 
 @triton.jit
@@ -123,8 +142,8 @@ def _planted(ops, bug=""):
     a, b, c = ops.a.view, ops.b.view, ops.c.view
     (M, K), N = a.shape, b.shape[1]
     bm, bn, bk = BLOCKS
-    planted_matmul[(triton.cdiv(M, bm), triton.cdiv(N, bn))](
-        a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride(), BM=bm, BN=bn, BK=bk, BUG=bug)
+    _kernel(bug)[(triton.cdiv(M, bm), triton.cdiv(N, bn))](
+        a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride(), BM=bm, BN=bn, BK=bk)
 
 
 def _refused(launch, **expected) -> sanitizer.OutOfBoundsAccess:
@@ -150,8 +169,8 @@ def test_reduction_only_masks_are_flagged_on_the_first_ragged_shape_though_the_o
     error = _refused(lambda: _planted(ops, "reduction-only masks"), op="load", operand="a_ptr",
                      program_id=(1, 0, 0), lane=(1, 0), offset=17 * 4, shape=(17, 4), strides=(4, 1), span=67)
     message = str(error)
-    for part in ("out-of-bounds load", "kernel 'planted_matmul'", "test_sanitizer.py:", "program id (1, 0, 0)",
-                 "operand a_ptr", "lane [1, 0] of a 16x16 block", "element offset 68",
+    for part in ("out-of-bounds load", "kernel 'planted_matmul'", f"{_file('reduction-only masks')}.py:",
+                 "program id (1, 0, 0)", "operand a_ptr", "lane [1, 0] of a 16x16 block", "element offset 68",
                  "shape (17, 4), strides (4, 1), element span [0, 67]", "60 of 64 active lanes"):
         assert part in message, f"{part!r} missing from: {message}"
 

@@ -73,6 +73,14 @@ def plant(module, edits, name: str) -> list[Variant]:
     """Import `module`'s source with `edits` applied, from a generated file named after `name`, and
     return the variants it registers (captured, not registered)."""
     source = edited(inspect.getsource(module), edits, name, f"{module.__name__}'s source")
+    with capture() as found:
+        load(source, name)
+    return found
+
+
+def load(source: str, name: str):
+    """Import `source` (a bug already planted, see `edited`) from a generated file named after `name`, so
+    tracebacks and the sanitizer's file:line point at real lines; returns the module."""
     path = _generated_dir() / f"{name}.py"
     if not path.exists() or path.read_text() != source:
         partial = path.with_suffix(f".{os.getpid()}.tmp")  # an atomic write: workers may plant at once
@@ -82,9 +90,8 @@ def plant(module, edits, name: str) -> list[Variant]:
     spec = importlib.util.spec_from_file_location(module_name, path)
     generated = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = generated
-    with capture() as found:
-        spec.loader.exec_module(generated)
-    return found
+    spec.loader.exec_module(generated)
+    return generated
 
 
 @dataclass(frozen=True)
