@@ -190,7 +190,12 @@ def allowance(product: Product, k: int, arith: Arithmetic, out: Format) -> Allow
                         part of the finite products (plus the bound) can overflow the accumulator in
                         some partial sum; -Inf likewise downwards; NaN only where both can happen.
     Partial sums lie between sum min(ab, 0) and sum max(ab, 0) in every summation order, so these
-    allowances follow the signs of the terms: an all-positive sum never gives -Inf or NaN."""
+    allowances follow the signs of the terms: an all-positive sum never gives -Inf or NaN.
+    Measured on an H100 (properties/evaluation/accumulation_probe.py): an fp32 accumulation that
+    overflows gives the Inf of the sum's sign, not the largest finite value, on the ieee and the tf32
+    path; 2**127 + 2**127 - 2**127 - 2**127 in one dot gives +Inf on the ieee path (a partial sum
+    overflowed) and 0 on the tf32 one (its tensor-core sum holds the exponent): both are allowed here,
+    +Inf because the positive part reaches the threshold, 0 because it is the exact value."""
     bound = elementwise(product, k, arith, out)
     value = product.value
     exact = exact_expected(product, arith, out)
