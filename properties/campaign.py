@@ -286,7 +286,8 @@ def _report(results: list[TargetResult], backend, budget: float, elapsed: float,
     from properties.report import summary
 
     text = summary.summary_markdown(results, backend, budget, elapsed, interrupted=bool(status))
-    unreached = [(r.target_id, sorted(f for f in r.wanted if not r.reached.get(f))) for r in results if r.examples]
+    unreached = [(r.target_id, sorted(f for f in r.wanted if not r.reached.get(f))) for r in results
+                 if r.examples and r.failure is None]
     unreached = [(t, missing) for t, missing in unreached if missing]
     if unreached:  # what the cases never reached: a bug hiding there was not looked for
         text += "\n## What no example reached\n\n| target | never reached |\n|---|---|\n"

@@ -137,6 +137,10 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", marker)
     if not _enabled(config):
         return
+    # NaN, Inf and overflowing inputs (specials, near_overflow) make numpy say so inside the
+    # interpreter: expected, in a user's project as in this one
+    for message in ("overflow encountered", "invalid value encountered"):
+        config.addinivalue_line("filterwarnings", f"ignore:{message}:RuntimeWarning")
     from properties.run import backends, hypothesis_profiles, runner, targets, user_kernel
 
     backend = backends.activate(config.getoption("gemm_backend") or "auto")

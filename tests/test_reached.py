@@ -37,6 +37,9 @@ def test_the_runner_counts_what_each_example_reached_and_the_summary_names_what_
     assert stats.reached["M == 1"] == 1 and stats.reached["M: 3+ tiles"] == 1 and stats.reached["profile ones"] == 2
     line = never_reached({"tiled-fp16": stats})[0]
     assert line.startswith("tiled-fp16: never reached ") and "N: 3+ tiles" in line and "M == 1" not in line
+    stats.failures = 1
+    assert never_reached({"tiled-fp16": stats}) == []  # a failing target has its verdict; its shrinking stays small
+    stats.failures = 0
     merged = TargetStats()
     merged.merge(stats)  # as xdist workers' statistics merge
     merged.merge(stats)
