@@ -24,6 +24,7 @@ def test_what_a_target_can_reach_follows_its_dtype_and_configs():
     tiled = kernels.get("tiled")
     wanted = reached.expected(tiled, "cpu", "int8", 72)
     assert "specials" not in wanted and "profile small_ints" in wanted and "profile subnormal" not in wanted
+    assert "K: ragged edge past a full tile" not in reached.expected(kernels.get("naive"), "cpu", "fp16", 72)  # BK=1
     configs = len(tiled.configs_for("cpu"))
     assert {f"config {i}" for i in range(configs)} <= reached.expected(tiled, "cpu", "fp16", 72)
 

@@ -61,8 +61,10 @@ def expected(variant, device_type: str, dtype: str, max_dim: int) -> set[str]:
     """What the strategies can reach for this target (what is never drawn is not expected: layouts a
     variant refuses, profiles the dtype has no use for)."""
     fmt = by_name(dtype)
+    blocks = _blocks(variant, device_type, dtype, {})
     wanted = {f"{axis} {cls}" for axis in AXES for cls in ("== 1", "% 16 == 0", "neither 1 nor a multiple of 16")}
-    wanted |= {f"{axis}: {what}" for axis in AXES for what in ("3+ tiles", "ragged edge past a full tile")}
+    wanted |= {f"{axis}: 3+ tiles" for axis in AXES}  # flagged, as a warning, where the blocks are too large
+    wanted |= {f"{axis}: ragged edge past a full tile" for axis in AXES if blocks[axis] > 1}
     wanted |= {f"profile {p}" for p in profiles.available(fmt)}
     if fmt.is_float:
         wanted.add("specials")
