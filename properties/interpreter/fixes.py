@@ -23,8 +23,8 @@ faithful emulation exists, fixed for this process. `apply()` returns what it app
                  every pattern as a normal number: e4m3's NaN becomes 480, e5m2's Inf 131072, and
                  e5m2 subnormals come out wrong; the GPU keeps them all: fp8 values are widened
                  through a table of the exact values of all 256 patterns.
-  downcast       x.to(fp16 or bf16, fp_downcast_rounding=...) rounded "rtne" half up and made NaN of every
-    rounding     value past the format's range ("rtz" too), where the GPU's cvt.rn / cvt.rz round to
+  rtne, rtz      x.to(fp16 or bf16, fp_downcast_rounding=...) rounded "rtne" half up and made NaN of every
+                 value past the format's range ("rtz" too), where the GPU's cvt.rn / cvt.rz round to
                  nearest even and toward zero (the largest finite value on overflow): emulated so.
   loop bounds    Triton 3.6's interpreter calls int() on 1-element arrays, which NumPy >= 2.4 refuses
                  ('only 0-dimensional arrays can be converted'): `range(0, K, BK)` loops fail.
