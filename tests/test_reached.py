@@ -20,6 +20,16 @@ def test_a_case_reaches_tiles_edges_classes_layouts_and_its_config(backend):
     assert "M: 3+ tiles" not in reached.features(GemmCase(32, 1, 1, "fp16", "fp16"), tiled, "cpu")
 
 
+def test_a_persistent_grid_counts_tiles_against_its_program_count():
+    persistent = kernels.get("persistent")  # 16 x 32 tiles, 3 programs in its default configuration
+    assert "tiles not a multiple of the program count" in reached.features(
+        GemmCase(17, 1, 1, "fp16", "fp16"), persistent, "cpu")  # 2 tiles
+    found = reached.features(GemmCase(48, 1, 1, "fp16", "fp16"), persistent, "cpu")  # 3 tiles
+    assert "tiles a multiple of the program count" in found and "fewer tiles than programs" not in found
+    assert set(reached.PROGRAM_FEATURES) <= reached.expected(persistent, "cpu", "fp16", 72)
+    assert not set(reached.PROGRAM_FEATURES) & reached.expected(kernels.get("tiled"), "cpu", "fp16", 72)
+
+
 def test_what_a_target_can_reach_follows_its_dtype_and_configs():
     tiled = kernels.get("tiled")
     wanted = reached.expected(tiled, "cpu", "int8", 72)

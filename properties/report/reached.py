@@ -1,6 +1,7 @@
 """What the cases of a target reached: the features a kernel's bugs hide behind (three or more tiles
-and a ragged edge along each axis of its blocks, Triton's specialization classes of M, N and K, each
-layout feature, value profile and configuration), counted per target, so a run can say what it never
+and a ragged edge along each axis of its blocks, tile counts that are and are not multiples of a
+persistent grid's program count, Triton's specialization classes of M, N and K, each layout feature,
+value profile and configuration), counted per target, so a run can say what it never
 reached. Line coverage of a kernel's body is coverage.py's job (`coverage run -m pytest
 --gemm-kernel ...` in the interpreter, where the body runs as Python)."""
 
@@ -15,9 +16,25 @@ OPERANDS = ("A", "B", "C")
 LAYOUT_FEATURES = ("col-major", "padded", "strided", "offset", "broadcast")
 
 
+PROGRAM_KEYS = ("num_programs", "programs")  # a persistent grid's program count, in a configuration
+
+
+def _full(variant, device_type: str, dtype: str, config: dict) -> dict:
+    return {**variant.configs_for(device_type, by_name(dtype).dtype)[0], **config}
+
+
 def _blocks(variant, device_type: str, dtype: str, config: dict) -> dict[str, int]:
-    full = {**variant.configs_for(device_type, by_name(dtype).dtype)[0], **config}
+    full = _full(variant, device_type, dtype, config)
     return {"M": full.get("BM", 16), "N": full.get("BN", 16), "K": full.get("BK", 16)}
+
+
+def _programs(variant, device_type: str, dtype: str, config: dict) -> int | None:
+    full = _full(variant, device_type, dtype, config)
+    return next((full[k] for k in PROGRAM_KEYS if isinstance(full.get(k), int)), None)
+
+
+PROGRAM_FEATURES = ("tiles a multiple of the program count", "tiles not a multiple of the program count",
+                    "fewer tiles than programs")
 
 
 def features(case: GemmCase, variant, device_type: str) -> set[str]:
@@ -42,6 +59,12 @@ def features(case: GemmCase, variant, device_type: str) -> set[str]:
                                  ("broadcast", bool(layout.broadcast))):
             if present:
                 found.add(f"{name} {feature}")
+    programs = _programs(variant, device_type, case.dtype, dict(case.config))
+    if programs:
+        tiles = -(-case.M // blocks["M"]) * -(-case.N // blocks["N"])
+        found.add(PROGRAM_FEATURES[0] if tiles % programs == 0 else PROGRAM_FEATURES[1])
+        if tiles < programs:
+            found.add(PROGRAM_FEATURES[2])
     found.add(f"profile {case.profile}")
     if case.specials:
         found.add("specials")
@@ -65,6 +88,8 @@ def expected(variant, device_type: str, dtype: str, max_dim: int) -> set[str]:
     wanted = {f"{axis} {cls}" for axis in AXES for cls in ("== 1", "% 16 == 0", "neither 1 nor a multiple of 16")}
     wanted |= {f"{axis}: 3+ tiles" for axis in AXES}  # flagged, as a warning, where the blocks are too large
     wanted |= {f"{axis}: ragged edge past a full tile" for axis in AXES if blocks[axis] > 1}
+    if _programs(variant, device_type, dtype, {}):
+        wanted |= set(PROGRAM_FEATURES)
     wanted |= {f"profile {p}" for p in profiles.available(fmt)}
     if fmt.is_float:
         wanted.add("specials")
