@@ -3,7 +3,7 @@ and a ragged edge along each axis of its blocks, tile counts that are and are no
 persistent grid's program count, Triton's specialization classes of M, N and K, each layout feature,
 value profile and configuration), counted per target, so a run can say what it never
 reached. Line coverage of a kernel's body is coverage.py's job (`coverage run -m pytest
---gemm-kernel ...` in the interpreter, where the body runs as Python)."""
+--gemm-kernel ... --gemm-isolate off` in the interpreter, where the body runs as Python)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,6 @@ from reference.formats import by_name
 
 AXES = ("M", "N", "K")
 OPERANDS = ("A", "B", "C")
-LAYOUT_FEATURES = ("col-major", "padded", "strided", "offset", "broadcast")
-
-
 PROGRAM_KEYS = ("num_programs", "programs")  # a persistent grid's program count, in a configuration
 
 
