@@ -30,7 +30,10 @@ def test_targets_are_dealt_round_robin_and_gpus_assigned_in_turn(monkeypatch):
     assert [s.device for s in plan] == [None, None]
     assert len(fleet.shares(ids[:1], 4, "interpreter")) == 1  # no idle workers
     monkeypatch.setattr(fleet, "default_workers", lambda backend: 2)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     assert [s.device for s in fleet.shares(ids, 3, "cuda")] == ["0", "1", "0"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")  # the GPUs this process was given, not the first two
+    assert [s.device for s in fleet.shares(ids, 3, "cuda")] == ["2", "3", "2"]
 
 
 def _fuzz(cwd, *args, timeout=600):

@@ -43,10 +43,14 @@ def default_workers(backend: str) -> int:
 
 
 def shares(target_ids: list[str], workers: int, backend: str) -> list[Share]:
-    """Targets dealt round-robin to at most `workers` children; on the GPU child I gets GPU I mod count."""
+    """Targets dealt round-robin to at most `workers` children; on the GPU child I gets the I-th GPU
+    this process sees (mod their count; through CUDA_VISIBLE_DEVICES where that is set)."""
     count = min(workers, len(target_ids))
-    gpus = default_workers("cuda") if backend == "cuda" else 0
-    return [Share(i, str(i % gpus) if gpus else None, tuple(target_ids[i::count])) for i in range(count)]
+    gpus = []
+    if backend == "cuda":
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip()
+        gpus = [g.strip() for g in visible.split(",")] if visible else [str(i) for i in range(default_workers("cuda"))]
+    return [Share(i, gpus[i % len(gpus)] if gpus else None, tuple(target_ids[i::count])) for i in range(count)]
 
 
 def _child_command(argv: list[str], share: Share, directory: Path, until: float) -> list[str]:
