@@ -54,7 +54,7 @@ def swizzle2d_kernel(
     tl.store(c_ptrs, c, mask=c_mask)
 
 
-# (block_m, block_n, block_k, group_m, num_warps, num_stages): seed 001's first configuration on the GPU
+# seed 001's first configuration first on the GPU
 CONFIGS = {
     "cpu": (dict(BM=16, BN=32, BK=16, GROUP_M=2, num_warps=1, num_stages=1),
             dict(BM=16, BN=16, BK=16, GROUP_M=3, num_warps=1, num_stages=1)),

@@ -223,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         except user_kernel.KernelSpecError as e:
             parser.error(str(e))
         ref = user_kernel.loaded(user.name)[1]
-        kernel = {"spec": ref.spec, "signature": ref.signature, "path": ref.path, "digest": ref.digest}
+        kernel = ref.to_dict()
         chosen = targets.targets([user], selectors)
     else:
         chosen = targets.targets(kernels.variants(), selectors, args.variant)
@@ -283,15 +283,13 @@ def main(argv: list[str] | None = None) -> int:
 def _report(results: list[TargetResult], backend, budget: float, elapsed: float, directory: Path, status: int,
             workers: list[dict] | None = None) -> int:
     """summary.md, results.json and the plots; the exit status."""
-    from properties.report import summary
+    from properties.report import stats, summary
 
     text = summary.summary_markdown(results, backend, budget, elapsed, interrupted=bool(status))
-    unreached = [(r.target_id, sorted(f for f in r.wanted if not r.reached.get(f))) for r in results
-                 if r.examples and r.failure is None]
-    unreached = [(t, missing) for t, missing in unreached if missing]
-    if unreached:  # what the cases never reached: a bug hiding there was not looked for
+    missed = [(r.target_id, stats.unreached(r)) for r in results if stats.unreached(r)]
+    if missed:  # what the cases never reached: a bug hiding there was not looked for
         text += "\n## What no example reached\n\n| target | never reached |\n|---|---|\n"
-        text += "".join(f"| {t} | {', '.join(missing)} |\n" for t, missing in unreached)
+        text += "".join(f"| {t} | {', '.join(missing)} |\n" for t, missing in missed)
     if workers:  # which worker ran where, and how fast
         text += "\n## Workers\n\n| worker | device | targets | examples | examples/s |\n|---|---|---|---|---|\n"
         for w in workers:

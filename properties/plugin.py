@@ -175,7 +175,7 @@ def pytest_configure(config: pytest.Config) -> None:
         except user_kernel.KernelSpecError as e:
             raise pytest.UsageError(str(e)) from None
         ref = user_kernel.loaded(user.name)[1]
-        kernel = {"spec": ref.spec, "signature": ref.signature, "path": ref.path, "digest": ref.digest}
+        kernel = ref.to_dict()
     sanitize, racecheck = config.getoption("gemm_sanitize"), config.getoption("gemm_racecheck")
     if sanitize and racecheck:
         raise pytest.UsageError("--gemm-sanitize and --gemm-racecheck run compute-sanitizer's memcheck and racecheck "

@@ -24,7 +24,7 @@ CASE = GemmCase(4, 4, 4, "fp16", "fp16")
 def _kernel(func: str) -> tuple[str, dict]:
     variant = user_kernel.load(f"{FAULTS}:{func}")
     ref = user_kernel.loaded(variant.name)[1]
-    return variant.name, {"spec": ref.spec, "signature": None, "path": ref.path, "digest": ref.digest}
+    return variant.name, ref.to_dict()
 
 
 def _worker(backend, func: str) -> tuple[str, isolation.Worker]:

@@ -27,8 +27,7 @@ CASE = GemmCase(20, 17, 70, "fp16", "fp16", profile="small_ints", seed=3)
 def _user_settings(name: str) -> tuple[str, runner.RunSettings]:
     kernel = user_kernel.load(f"{RACE_KERNELS}:{name}")
     ref = user_kernel.loaded(kernel.name)[1]
-    return kernel.name, runner.RunSettings(backend="cuda", mode="racecheck", kernel={
-        "spec": ref.spec, "signature": ref.signature, "path": ref.path, "digest": ref.digest})
+    return kernel.name, runner.RunSettings(backend="cuda", mode="racecheck", kernel=ref.to_dict())
 
 
 def test_racecheck_reports_a_shared_memory_race(backend):

@@ -26,17 +26,17 @@ def test_a_persistent_grid_counts_tiles_against_its_program_count():
         GemmCase(17, 1, 1, "fp16", "fp16"), persistent, "cpu")  # 2 tiles
     found = reached.features(GemmCase(48, 1, 1, "fp16", "fp16"), persistent, "cpu")  # 3 tiles
     assert "tiles a multiple of the program count" in found and "fewer tiles than programs" not in found
-    assert set(reached.PROGRAM_FEATURES) <= reached.expected(persistent, "cpu", "fp16", 72)
-    assert not set(reached.PROGRAM_FEATURES) & reached.expected(kernels.get("tiled"), "cpu", "fp16", 72)
+    assert set(reached.PROGRAM_FEATURES) <= reached.expected(persistent, "cpu", "fp16")
+    assert not set(reached.PROGRAM_FEATURES) & reached.expected(kernels.get("tiled"), "cpu", "fp16")
 
 
 def test_what_a_target_can_reach_follows_its_dtype_and_configs():
     tiled = kernels.get("tiled")
-    wanted = reached.expected(tiled, "cpu", "int8", 72)
+    wanted = reached.expected(tiled, "cpu", "int8")
     assert "specials" not in wanted and "profile small_ints" in wanted and "profile subnormal" not in wanted
-    assert "K: ragged edge past a full tile" not in reached.expected(kernels.get("naive"), "cpu", "fp16", 72)  # BK=1
+    assert "K: ragged edge past a full tile" not in reached.expected(kernels.get("naive"), "cpu", "fp16")  # BK=1
     configs = len(tiled.configs_for("cpu"))
-    assert {f"config {i}" for i in range(configs)} <= reached.expected(tiled, "cpu", "fp16", 72)
+    assert {f"config {i}" for i in range(configs)} <= reached.expected(tiled, "cpu", "fp16")
 
 
 def test_the_runner_counts_what_each_example_reached_and_the_summary_names_what_none_did(backend):

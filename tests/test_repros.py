@@ -29,7 +29,7 @@ def _failure(settings, backend, example, variant=None) -> GemmFailure:
 
 def _kernel(path) -> dict:
     ref = user_kernel.loaded(user_kernel.load(f"{path}:matmul").name)[1]
-    return {"spec": ref.spec, "signature": None, "path": ref.path, "digest": ref.digest}
+    return ref.to_dict()
 
 
 @pytest.mark.interpreter

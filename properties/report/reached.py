@@ -20,13 +20,11 @@ def _full(variant, device_type: str, dtype: str, config: dict) -> dict:
     return {**variant.configs_for(device_type, by_name(dtype).dtype)[0], **config}
 
 
-def _blocks(variant, device_type: str, dtype: str, config: dict) -> dict[str, int]:
-    full = _full(variant, device_type, dtype, config)
+def _blocks(full: dict) -> dict[str, int]:
     return {"M": full.get("BM", 16), "N": full.get("BN", 16), "K": full.get("BK", 16)}
 
 
-def _programs(variant, device_type: str, dtype: str, config: dict) -> int | None:
-    full = _full(variant, device_type, dtype, config)
+def _programs(full: dict) -> int | None:
     return next((full[k] for k in PROGRAM_KEYS if isinstance(full.get(k), int)), None)
 
 
@@ -37,7 +35,8 @@ PROGRAM_FEATURES = ("tiles a multiple of the program count", "tiles not a multip
 def features(case: GemmCase, variant, device_type: str) -> set[str]:
     """The features this case reaches for this variant."""
     found = set()
-    blocks = _blocks(variant, device_type, case.dtype, dict(case.config))
+    full = _full(variant, device_type, case.dtype, dict(case.config))
+    blocks = _blocks(full)
     for axis in AXES:
         size, block = getattr(case, axis), blocks[axis]
         if size >= 2 * block + 1:
@@ -56,7 +55,7 @@ def features(case: GemmCase, variant, device_type: str) -> set[str]:
                                  ("broadcast", bool(layout.broadcast))):
             if present:
                 found.add(f"{name} {feature}")
-    programs = _programs(variant, device_type, case.dtype, dict(case.config))
+    programs = _programs(full)
     if programs:
         tiles = -(-case.M // blocks["M"]) * -(-case.N // blocks["N"])
         found.add(PROGRAM_FEATURES[0] if tiles % programs == 0 else PROGRAM_FEATURES[1])
@@ -65,35 +64,24 @@ def features(case: GemmCase, variant, device_type: str) -> set[str]:
     found.add(f"profile {case.profile}")
     if case.specials:
         found.add("specials")
-    found.add(f"config {_config_index(variant, device_type, case)}")
+    space = variant.configs_for(device_type, by_name(case.dtype).dtype)
+    found.add(f"config {next((i for i, c in enumerate(space) if dict(c) == full), 0)}")
     return found
 
 
-def _config_index(variant, device_type: str, case: GemmCase) -> int:
-    if not case.config:
-        return 0
-    space = variant.configs_for(device_type, by_name(case.dtype).dtype)
-    full = {**space[0], **dict(case.config)}
-    return next((i for i, c in enumerate(space) if dict(c) == full), 0)
-
-
-def expected(variant, device_type: str, dtype: str, max_dim: int) -> set[str]:
+def expected(variant, device_type: str, dtype: str) -> set[str]:
     """What the strategies can reach for this target (what is never drawn is not expected: layouts a
     variant refuses, profiles the dtype has no use for)."""
     fmt = by_name(dtype)
-    blocks = _blocks(variant, device_type, dtype, {})
+    full = _full(variant, device_type, dtype, {})
+    blocks = _blocks(full)
     wanted = {f"{axis} {cls}" for axis in AXES for cls in ("== 1", "% 16 == 0", "neither 1 nor a multiple of 16")}
     wanted |= {f"{axis}: 3+ tiles" for axis in AXES}  # flagged, as a warning, where the blocks are too large
     wanted |= {f"{axis}: ragged edge past a full tile" for axis in AXES if blocks[axis] > 1}
-    if _programs(variant, device_type, dtype, {}):
+    if _programs(full):
         wanted |= set(PROGRAM_FEATURES)
     wanted |= {f"profile {p}" for p in profiles.available(fmt)}
     if fmt.is_float:
         wanted.add("specials")
     wanted |= {f"config {i}" for i in range(len(variant.configs_for(device_type, fmt.dtype)))}
     return wanted
-
-
-def never(reached: dict[str, int], wanted: set[str]) -> list[str]:
-    """The expected features no example reached, in a stable order."""
-    return sorted(f for f in wanted if not reached.get(f))

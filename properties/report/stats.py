@@ -87,12 +87,13 @@ class Stats:
         if not s.failing_case or (ratio is not None and ratio > (s.failing_ratio or 0)):
             s.failing_ratio, s.failing_case = ratio, failure.context.get("case", "")
 
-    def reached(self, target_id: str, features: set[str], wanted: set[str]) -> None:
+    def reached(self, target_id: str, features: set[str], wanted) -> None:
+        """Count an example's features; `wanted()` (what the target can reach) is asked once per target."""
         s = self._of(target_id)
         for feature in features:
             s.reached[feature] = s.reached.get(feature, 0) + 1
         if not s.wanted:
-            s.wanted = sorted(wanted)
+            s.wanted = sorted(wanted())
 
     def left_out(self, target_id: str) -> None:
         self._of(target_id).not_run += 1
@@ -122,15 +123,17 @@ def worst(s) -> tuple[str, str]:
     return ("-" if s.worst_ratio is None else f"{s.worst_ratio:.3g}"), s.worst_case
 
 
+def unreached(s) -> list[str]:
+    """What a passing target's strategies can reach and none of its examples did (a TargetStats, or a
+    campaign's TargetResult); nothing for a failing target, whose shrinking explores small cases."""
+    if not s.examples or s.failures:
+        return []
+    return sorted(f for f in s.wanted if not s.reached.get(f))
+
+
 def never_reached(stats: dict[str, TargetStats]) -> list[str]:
     """One line per target whose examples never reached some feature its strategies can reach."""
-    lines = []
-    for target_id in sorted(stats):
-        s = stats[target_id]
-        missing = sorted(f for f in s.wanted if not s.reached.get(f))
-        if missing and s.examples and not s.failures:  # a failing target's shrinking explores small cases
-            lines.append(f"{target_id}: never reached {', '.join(missing)}")
-    return lines
+    return [f"{t}: never reached {', '.join(unreached(stats[t]))}" for t in sorted(stats) if unreached(stats[t])]
 
 
 def table(stats: dict[str, TargetStats]) -> list[str]:

@@ -14,6 +14,7 @@ input is refused before the user's function is called.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib
 import importlib.util
@@ -53,6 +54,10 @@ class KernelRef:
     @property
     def func(self) -> str:
         return self.spec.rsplit(":", 1)[1]
+
+    def to_dict(self) -> dict:
+        """What RunSettings.kernel holds: enough for a worker or a repro script to load the same kernel."""
+        return dataclasses.asdict(self)
 
     @property
     def name(self) -> str:
