@@ -99,23 +99,14 @@ def run_target(target, runner, seconds: float, database=None) -> TargetResult:
     strategy = strategies.gemm_cases(target.variant, target.dtype, device_type=runner.backend.device.type,
                                      max_dim=runner.backend.max_dim)
 
-    calls = 0
-    result = TargetResult(target.id, target.variant.name, target.selector)
-
     @settings(max_examples=10**9, deadline=None, database=database, print_blob=False, verbosity=Verbosity.quiet,
               suppress_health_check=list(HealthCheck), phases=[p for p in Phase if p is not Phase.explain])
     @given(case=strategy)
     def example(case):
-        nonlocal calls
-        calls += 1
         _Stop.in_example = True
         try:
             _Stop.raise_if_requested()
             observed = prop.run(Example("reference", target.variant.name, case), target.variant)
-        except Exception:
-            if result.first_failure_at is None:
-                result.first_failure_at = calls
-            raise
         finally:
             _Stop.in_example = False
         climb(observed.error_ratio, label="error / bound")
@@ -128,6 +119,7 @@ def run_target(target, runner, seconds: float, database=None) -> TargetResult:
     except Exception:  # noqa: BLE001  the reported failure is the property's
         if prop.failure is None:
             raise
+    result = TargetResult(target.id, target.variant.name, target.selector, first_failure_at=prop.first_failing_call)
     result.failure, result.example = prop.failure, prop.example
     result.repro = getattr(prop.failure, "repro", None)
     result.seconds = time.monotonic() - start

@@ -105,6 +105,8 @@ class Hunt:
 def hunt(mutant, backend: backends.Backend | None = None, settings: hypothesis_settings | None = None) -> Hunt:
     """Search for a failing example of `mutant` and shrink it (see the module docstring)."""
     backend = backend or backends.current()
+    # The search counts its own calls (the runner's PropertyRun counts them too): its source seeds the
+    # derandomized draws, and with them every mutant's registered smallest case.
     calls = 0
     first: tuple[int, float] | None = None  # (examples, seconds) at the first failure
     start = time.perf_counter()

@@ -255,11 +255,16 @@ class PropertyRun:
         self.failure: GemmFailure | None = None  # the final, reported failure
         self.example: Example | None = None  # and its example
         self.ran = 0  # examples run (a campaign target runs at least one, whatever its deadline)
+        self.calls = 0  # calls of run(), replays of known examples included
+        self.first_failing_call: int | None = None  # the call (1 = the first) that first failed
 
     def run(self, example: Example, variant=None) -> Observation:
+        self.calls += 1
         try:
             return self._run(example, variant)
         except GemmFailure as failure:
+            if self.first_failing_call is None:
+                self.first_failing_call = self.calls
             # One place raises every failure, with a fresh traceback and no chained context: Hypothesis
             # tells bugs apart by the type, the line and the context of an exception, so a failure
             # replayed from memory is the same bug as the first time, and two of one kind are one bug.
