@@ -49,6 +49,19 @@ def test_interpreter_probes_pass_after_the_fixes(backend):
     assert any("#11584" in e for e in backend.emulations) or fixes.bf16_dot_is_exact()
 
 
+@pytest.mark.interpreter
+def test_the_bf16_widening_probe_sees_the_interpreters_own_conversion_fail(backend):
+    """The interpreter's raw bf16 -> fp32 conversion turns the subnormal 8 * 2**-133 into another number;
+    the probe must have found that and the header name the fix, exactly where the raw conversion is wrong."""
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    bits = np.array([8], dtype=np.uint16)  # a subnormal bf16
+    raw = interpreter._convert_float(bits, tl.bfloat16, tl.float32, None).view(np.float32)[0]
+    exact = torch.from_numpy(bits.view(np.int16)).view(torch.bfloat16).float().item()
+    assert (raw != exact) == any(e.startswith("bf16 widening") for e in backend.emulations)
+
+
 @pytest.mark.gpu
 def test_the_gpu_rounds_tf32_operands_the_way_the_interpreter_emulates(backend):
     assert fixes.tf32_dot_rounds(backend.device) == fixes.TF32_ROUNDING
