@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from properties.judge.failures import NotBitExact, ValueOutOfBound
+from properties.report import phases
 from reference.bounds import Allowance
 
 
@@ -44,6 +45,7 @@ def _allowed_text(allow: Allowance, i: int, j: int) -> str:
     return " or ".join(options)
 
 
+@phases.timed("oracles")
 def values(got: np.ndarray, allow: Allowance, *, against: str = "the float64 reference", name: str = "C") -> float:
     """Judge float64 values `got` against `allow`. Returns the largest |got - expected| / bound over the
     finite elements compared that need not be bit-exact (0 if there are none); raises NotBitExact

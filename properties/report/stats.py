@@ -9,6 +9,7 @@ import statistics
 from dataclasses import asdict, dataclass, field
 
 from properties.judge.failures import MEMORY_KINDS
+from properties.report import phases
 
 
 @dataclass
@@ -29,6 +30,7 @@ class TargetStats:
     torch_ratios: list[float] = field(default_factory=list)  # error / torch.matmul's, where torch errs
     reached: dict[str, int] = field(default_factory=dict)  # examples per feature reached (report/reached.py)
     wanted: list[str] = field(default_factory=list)  # the features its strategies can reach
+    phases: dict[str, float] = field(default_factory=dict)  # passing examples' seconds per phase, kernels compiled
 
     @property
     def memory(self) -> int:
@@ -49,6 +51,7 @@ class TargetStats:
         for feature, n in other.reached.items():
             self.reached[feature] = self.reached.get(feature, 0) + n
         self.wanted = sorted(set(self.wanted) | set(other.wanted))
+        phases.add(self.phases, other.phases)
 
 
 class Stats:
@@ -65,6 +68,7 @@ class Stats:
         s.examples += 1
         s.exact += observed.exact
         s.seconds += observed.seconds
+        phases.add(s.phases, observed.phases)
         if observed.exact or observed.error_ratio is None:  # exact, or not judged against a bound
             return
         s.ratios.append(observed.error_ratio)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from properties.report import stats
+from properties.report import phases, stats
 
 FAILED_COLOUR = "#d62728"
 # failure kinds in a plot's cell
@@ -97,6 +97,18 @@ def summary_markdown(results, backend, budget: float, elapsed: float | None = No
         worst, at = stats.worst(r)
         lines.append(_row([r.target_id, r.examples, r.exact, f"{rate:.1f}", stats.versus_torch(r.torch_ratios), worst,
                            at, verdict]))
+    lines += ["", "## Where the time went", "",
+              "Seconds of each target's passing examples by phase (properties/report/phases.py): building the "
+              "tensors, compiling (and kernels compiled), launching, the float64 and torch references, judging, "
+              "and the rest (drawing the case, a worker's round trip).", "",
+              _row(["target", "seconds", *(f"{p} (kernels)" if p == "compile" else p for p in phases.PHASES),
+                    "the rest"]), _row(["---"] * (len(phases.PHASES) + 3))]
+    for r in results:
+        spent = r.phases or {}
+        rest = max(0.0, r.seconds - sum(spent.get(p, 0.0) for p in phases.PHASES))
+        cells = [f"{spent.get(p, 0.0):.2f}" for p in phases.PHASES]
+        cells[phases.PHASES.index("compile")] += f" ({int(spent.get('compiles', 0))})"
+        lines.append(_row([r.target_id, f"{r.seconds:.1f}", *cells, f"{rest:.1f}"]))
     for r in failed:
         lines += ["", f"## {r.target_id}: {r.failure.kind}", "", *_fenced(str(r.failure).strip())]
         if r.example is not None:
