@@ -27,18 +27,27 @@ class Product:
     magnitude: np.ndarray  # float64 M x N: |A| @ |B| over the finite entries (the bound's scale)
     integer_inputs: bool  # every entry of A and B is a finite integer
     max_abs_input: float  # largest finite |entry| of A or B
-    # A and B with their non-finite entries zeroed (for the sign parts, computed when asked for)
-    finite_a: np.ndarray | None = field(default=None, repr=False, compare=False)
-    finite_b: np.ndarray | None = field(default=None, repr=False, compare=False)
     # per row of A (column of B): the largest |entry| where all its entries are finite integers, else NaN
     row_integers: np.ndarray | None = field(default=None, repr=False, compare=False)
     col_integers: np.ndarray | None = field(default=None, repr=False, compare=False)
-    inputs: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)  # A, B as given
+    # A and B as given, where they live (None: built by hand); the rarer sums below read them from there
+    operands: tuple[torch.Tensor, torch.Tensor] | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def inputs(self) -> tuple[np.ndarray, np.ndarray]:
+        """A and B in float64 on the host."""
+        return to_float64(self.operands[0]), to_float64(self.operands[1])
+
+    @cached_property
+    def finite_inputs(self) -> tuple[np.ndarray, np.ndarray]:
+        """A and B with their non-finite entries zeroed."""
+        return tuple(np.where(np.isfinite(x), x, 0.0) for x in self.inputs)
 
     @cached_property
     def abs_sums(self) -> tuple[np.ndarray, np.ndarray]:
         """sum_k |a_ik| per row of A and sum_k |b_kj| per column of B, over finite entries."""
-        return np.abs(self.finite_a).sum(axis=1), np.abs(self.finite_b).sum(axis=0)
+        a, b = self.finite_inputs
+        return np.abs(a).sum(axis=1), np.abs(b).sum(axis=0)
 
     def inf_meets_tiny(self, tiny: float) -> np.ndarray:
         """Where some Inf of A or B multiplies a non-zero entry of magnitude below `tiny` (one that
@@ -46,6 +55,7 @@ class Product:
         a, b = self.inputs
         small_a, small_b = (np.abs(a) < tiny) & (a != 0), (np.abs(b) < tiny) & (b != 0)
         return ((np.isinf(a).astype(np.float64) @ small_b) + (small_a.astype(np.float64) @ np.isinf(b))) > 0
+
     @cached_property
     def positive(self) -> np.ndarray:
         """sum over k of max(a_ik b_kj, 0) over finite products: no partial sum exceeds it."""
@@ -58,9 +68,9 @@ class Product:
 
     @cached_property
     def _parts(self) -> tuple[np.ndarray, np.ndarray]:
-        if self.finite_a is None:  # built by hand (tests): every term's sign unknown, both parts at full size
+        if self.operands is None:  # built by hand (tests): every term's sign unknown, both parts at full size
             return self.magnitude, -self.magnitude
-        a, b = self.finite_a, self.finite_b
+        a, b = self.finite_inputs
         ap, an, bp, bn = np.maximum(a, 0), np.minimum(a, 0), np.maximum(b, 0), np.minimum(b, 0)
         return ap @ bp + an @ bn, ap @ bn + an @ bp
 
@@ -70,39 +80,70 @@ def to_float64(t: torch.Tensor) -> np.ndarray:
     return t.detach().to(device="cpu", dtype=torch.float64).numpy()
 
 
-def _integer_maxima(x: np.ndarray, axis: int) -> np.ndarray:
+def _f64(x):
+    return x.double() if isinstance(x, torch.Tensor) else x.astype(np.float64)
+
+
+def _host(*arrays) -> list[np.ndarray]:
+    """numpy arrays of numpy arrays and tensors (a tensor on a GPU comes back to the host)."""
+    return [x.cpu().numpy() if isinstance(x, torch.Tensor) else x for x in arrays]
+
+
+def _integer_maxima(lib, x, axis: int):
     """Along `axis`: the largest |entry| where every entry is a finite integer, else NaN (so that no
     limit admits it)."""
     with np.errstate(invalid="ignore"):
-        integral = np.isfinite(x) & (x == np.round(x))
-    return np.where(integral.all(axis=axis), np.abs(np.where(integral, x, 0.0)).max(axis=axis, initial=0.0), np.nan)
+        integral = lib.isfinite(x) & (x == lib.round(x))
+    largest = _largest(lib, lib.abs(lib.where(integral, x, 0.0)), axis)
+    return lib.where(integral.all(axis=axis), largest, float("nan"))
+
+
+def _largest(lib, x, axis=None):
+    """The largest entry (along `axis`), 0 where there is none."""
+    return x.max(axis=axis, initial=0.0) if lib is np else x.amax(axis=axis) if axis is not None else x.amax()
 
 
 def product(a: torch.Tensor, b: torch.Tensor) -> Product:
-    A, B = to_float64(a), to_float64(b)
-    finite_a, finite_b = np.isfinite(A), np.isfinite(B)
-    rows, cols = _integer_maxima(A, 1), _integer_maxima(B, 0)
-    integers = bool(np.isfinite(rows).all() and np.isfinite(cols).all())
-    largest = max([np.abs(x[np.isfinite(x)]).max(initial=0.0) for x in (A, B)])
-    if finite_a.all() and finite_b.all():
-        return Product(A @ B, np.abs(A) @ np.abs(B), integers, largest, A, B, rows, cols, (A, B))
-    a0, b0 = np.where(finite_a, A, 0.0), np.where(finite_b, B, 0.0)
-    value = a0 @ b0
-    magnitude = np.abs(a0) @ np.abs(b0)
+    """The float64 product of A and B and the facts the bound needs, computed where the tensors live:
+    numpy on the host (the interpreter's tensors), torch on a GPU, where only the M x N results and the
+    per-row and per-column facts come back. A GPU's float64 products sum in another order than numpy's:
+    the bound's gamma_K(2**-53) term covers any order, and integer sums below 2**53 are exact in all."""
+    if a.device.type == "cpu" or 0 in (*a.shape, b.shape[1]):
+        return _product(np, to_float64(a), to_float64(b), (a, b))
+    return _product(torch, a.detach().double(), b.detach().double(), (a, b))
 
-    def hits(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        return (x.astype(np.float64) @ y.astype(np.float64)) > 0
 
-    nan = hits(np.isnan(A), np.ones_like(B, dtype=bool)) | hits(np.ones_like(A, dtype=bool), np.isnan(B))
-    nan |= hits(np.isinf(A), B == 0) | hits(A == 0, np.isinf(B))
+def _product(lib, A, B, operands) -> Product:
+    """`A` and `B` in float64, as numpy arrays (`lib` numpy) or tensors (`lib` torch)."""
+    finite_a, finite_b = lib.isfinite(A), lib.isfinite(B)
+    rows, cols = _integer_maxima(lib, A, 1), _integer_maxima(lib, B, 0)
+    largest = [_largest(lib, lib.abs(lib.where(f, x, 0.0))) for x, f in ((A, finite_a), (B, finite_b))]
+    all_finite = finite_a.all() & finite_b.all()
+    if lib is torch:  # the scalars in one trip from the device
+        largest[0], largest[1], all_finite = torch.stack([largest[0], largest[1], all_finite.double()]).tolist()
+    largest = max(float(largest[0]), float(largest[1]))
+    if all_finite:
+        value, magnitude, rows, cols = _host(A @ B, lib.abs(A) @ lib.abs(B), rows, cols)
+        integers = bool(np.isfinite(rows).all() and np.isfinite(cols).all())
+        return Product(value, magnitude, integers, largest, rows, cols, operands)
+    a0, b0 = lib.where(finite_a, A, 0.0), lib.where(finite_b, B, 0.0)
+
+    def hits(x, y):
+        return (_f64(x) @ _f64(y)) > 0
+
+    # NaN: a NaN anywhere in A's row or B's column, 0 * Inf, or infinite products of both signs
+    nan = lib.isnan(A).any(axis=1)[:, None] | lib.isnan(B).any(axis=0)[None, :]
+    nan = nan | hits(lib.isinf(A), B == 0) | hits(A == 0, lib.isinf(B))
     pos_a, neg_a = A > 0, A < 0
     pos_b, neg_b = B > 0, B < 0
-    inf_a_pos, inf_a_neg = np.isposinf(A), np.isneginf(A)
-    inf_b_pos, inf_b_neg = np.isposinf(B), np.isneginf(B)
+    inf_a_pos, inf_a_neg = lib.isposinf(A), lib.isneginf(A)
+    inf_b_pos, inf_b_neg = lib.isposinf(B), lib.isneginf(B)
     plus = hits(inf_a_pos, pos_b) | hits(inf_a_neg, neg_b) | hits(pos_a, inf_b_pos) | hits(neg_a, inf_b_neg)
     minus = hits(inf_a_pos, neg_b) | hits(inf_a_neg, pos_b) | hits(pos_a, inf_b_neg) | hits(neg_a, inf_b_pos)
-    nan |= plus & minus
+    nan = nan | (plus & minus)
+    value, magnitude, plus, minus, nan, rows, cols = _host(a0 @ b0, lib.abs(a0) @ lib.abs(b0), plus, minus, nan,
+                                                           rows, cols)
     value = np.where(plus, np.inf, value)
     value = np.where(minus, -np.inf, value)
     value = np.where(nan, np.nan, value)
-    return Product(value, magnitude, False, largest, a0, b0, rows, cols, (A, B))
+    return Product(value, magnitude, False, largest, rows, cols, operands)

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from properties.judge import compare, failures, oracles
-from properties.model.cases import GemmCase, Layout, materialize, unwritten_bits
+from properties.model.cases import GemmCase, Layout, bits_of, materialize, unwritten_bits
 from reference import bounds, numpy_ref
 from reference.formats import by_name
 
@@ -142,7 +142,7 @@ def test_all_written_prefill_differs_from_every_nan_arithmetic_makes(out):
     computed = [inf * 0, inf - inf, poison + 1, (poison.float() * 2).to(dtype), torch.tensor(float("nan"), dtype=dtype)]
     for value in computed:
         assert torch.isnan(value).all()
-        assert oracles.bits_of(value.reshape(1))[0] != unwritten_bits(by_name(out))
+        assert bits_of(value.reshape(1))[0] != unwritten_bits(by_name(out))
 
 
 def test_canaries_name_a_write_before_after_and_inside_the_padding():

@@ -47,6 +47,29 @@ def test_torch_peer_on_the_device_is_within_the_bound(dtype, data, backend):
     assert np.all(err <= bound), f"torch.matmul exceeds the bound by {np.max(err / bound):.3g}x on {case.describe()}"
 
 
+@given(case=st.builds(GemmCase, M=st.integers(1, 12), N=st.integers(1, 12), K=st.integers(1, 40),
+                      dtype=st.sampled_from(DTYPES), out_dtype=st.just("fp32"),
+                      profile=st.sampled_from(["ones", "small_ints", "normal", "mixed_magnitudes", "near_overflow"]),
+                      specials=st.booleans(), seed=st.integers(0, 1000)))
+def test_the_product_as_a_gpu_computes_it_is_the_hosts(case):
+    """On a GPU the float64 product and its facts are computed with torch where the tensors live: the
+    same function of A and B as numpy's (run here with torch on the CPU), NaN, Inf and exactness alike."""
+    ops = materialize(case)
+    A, B = numpy_ref.to_float64(ops.a.view), numpy_ref.to_float64(ops.b.view)
+    host = numpy_ref._product(np, A, B, None)
+    device = numpy_ref._product(torch, torch.from_numpy(A), torch.from_numpy(B), None)
+    assert (device.integer_inputs, device.max_abs_input) == (host.integer_inputs, host.max_abs_input)
+    np.testing.assert_array_equal(device.row_integers, host.row_integers)  # NaN where a row is not all integers
+    np.testing.assert_array_equal(device.col_integers, host.col_integers)
+    np.testing.assert_array_equal(np.isnan(device.value), np.isnan(host.value))
+    np.testing.assert_array_equal(np.isinf(device.value) * np.sign(device.value),
+                                  np.isinf(host.value) * np.sign(host.value))
+    slack = 2 * bounds.gamma(case.K, bounds.U64) * host.magnitude  # two float64 sums in their own orders
+    finite = np.isfinite(host.value)
+    assert np.all(np.abs(device.value - host.value)[finite] <= slack[finite])
+    assert np.all(np.abs(device.magnitude - host.magnitude) <= slack)
+
+
 def _sequential_sum(a: np.ndarray, b: np.ndarray, acc=np.float32) -> np.ndarray:
     """Left-to-right accumulation in `acc`, the worst order for error growth."""
     out = np.zeros((a.shape[0], b.shape[1]), dtype=acc)

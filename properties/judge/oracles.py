@@ -16,7 +16,8 @@ import torch
 
 from properties.judge import compare
 from properties.judge.failures import InputModified, NotWritten, ValueOutOfBound, WriteOutsideC
-from properties.model.cases import Guarded, Operands, bits_of, unwritten_bits
+from properties.model.cases import Guarded, Operands, raw, signed, unwritten_bits
+from properties.report import phases
 from reference import bounds, numpy_ref, torch_ref
 from reference.formats import by_name
 from reference.numpy_ref import to_float64
@@ -27,10 +28,12 @@ def _where(mask: np.ndarray) -> tuple[int, int]:
     return int(i), int(j)
 
 
+@phases.timed("oracles")
 def all_written(c: torch.Tensor, reference: np.ndarray, unwritten: int) -> None:
     """No element of C still holds the pre-fill bit pattern (a NaN whose payload no arithmetic makes)."""
-    left = bits_of(c) == unwritten
+    left = raw(c) == signed(unwritten, c.element_size())  # compared where C lives
     if left.any():
+        left = left.cpu().numpy()
         i, j = _where(left)
         raise NotWritten(
             f"C[{i}, {j}] still holds its pre-fill (bits {unwritten:#x}): the kernel never wrote it, or computed it "
@@ -78,6 +81,7 @@ def input_unchanged(g: Guarded) -> None:
             operand=g.name, offset=first, count=int(changed.size))
 
 
+@phases.timed("oracles")
 def memory(ops: Operands) -> None:
     """The memory oracles, in the order their findings are most telling."""
     canaries_intact(ops.c)
@@ -95,6 +99,7 @@ class Verdict:
     values: np.ndarray  # C as float64
 
 
+@phases.timed("oracles")
 def reference_allowance(product: numpy_ref.Product, k: int, dtype: str, precision: str,
                         out_dtype: str, partials: int = 0) -> bounds.Allowance:
     """What a correct kernel may return; `partials`: the partial sums per element it adds in C's dtype."""
@@ -117,11 +122,14 @@ def against_reference(ops: Operands, precision: str, product: numpy_ref.Product 
     """Every oracle on a finished launch: memory, all written, and C against the float64 product."""
     case = ops.case
     memory(ops)
-    product = product or numpy_ref.product(ops.a.view, ops.b.view)
+    if product is None:
+        with phases.timed("reference"):
+            product = numpy_ref.product(ops.a.view, ops.b.view)
     out = by_name(case.out_dtype)
     all_written(ops.c.view, product.value, unwritten_bits(out))
     allow = reference_allowance(product, case.K, case.dtype, precision, case.out_dtype, partials)
-    got = to_float64(ops.c.view)
+    with phases.timed("oracles"):
+        got = to_float64(ops.c.view)
     try:
         ratio = compare.values(got, allow)
     except ValueOutOfBound as e:
@@ -141,6 +149,7 @@ def _within(got, product, k, precision, out_dtype) -> bool:
     return True
 
 
+@phases.timed("reference")
 def torch_error_ratio(ops: Operands, reference: np.ndarray, mine: np.ndarray) -> float | None:
     """The kernel's largest error against torch.matmul's (native dtype, same device, same inputs),
     over the elements where all three of C, torch's result and the float64 `reference` are finite;

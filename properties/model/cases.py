@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 import torch
 
 from properties.model import profiles
+from properties.report import phases
 from reference import bounds
 from reference.formats import Format, by_name
 
@@ -136,18 +138,28 @@ class GemmCase:
 
 @dataclass
 class Guarded:
-    """One operand: a view into a guarded buffer, and what the buffer held before the launch."""
+    """One operand: a view into a guarded buffer, and what the buffer held before the launch (a copy on
+    the buffer's device, so the comparison after it moves no data to the host unless something changed)."""
 
     name: str
     view: torch.Tensor
     buffer: torch.Tensor  # 1-D, the whole allocation
-    elements: np.ndarray  # bool over the buffer: True at the view's elements
-    before: np.ndarray  # the buffer's bytes before the launch
+    before: torch.Tensor  # a copy of the buffer before the launch
 
     def changed(self) -> np.ndarray:
         """Byte-level: buffer positions (element indices) whose bits differ from the snapshot."""
-        now = bits_of(self.buffer)
-        return np.flatnonzero(now != self.before)
+        return torch.nonzero(raw(self.buffer) != raw(self.before)).flatten().cpu().numpy()
+
+    def snapshot(self) -> None:
+        """Take what the buffer holds now as what it held before the launch."""
+        self.before = self.buffer.clone()
+
+    @cached_property
+    def elements(self) -> np.ndarray:
+        """bool over the buffer: True at the view's elements (computed when a finding needs it)."""
+        elements = np.zeros(self.buffer.numel(), dtype=bool)
+        elements[_element_index(tuple(self.view.shape), self.view.stride(), self.view.storage_offset())] = True
+        return elements
 
 
 @dataclass
@@ -167,6 +179,8 @@ def poison(fmt: Format) -> float:
 # canonical payload), so an element never written is told apart from one computed as NaN.
 _UNWRITTEN_NAN = {16: 0x7E5A, 32: 0x7FC5A5A5}
 _UNWRITTEN_BF16 = 0x7FDA
+# a same-width signed integer dtype to compare raw bits in (any device, any strides)
+_RAW = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
 def unwritten_bits(fmt: Format) -> int:
@@ -178,8 +192,19 @@ def unwritten_bits(fmt: Format) -> int:
     return _UNWRITTEN_NAN[torch.finfo(fmt.dtype).bits]
 
 
+def raw(t: torch.Tensor) -> torch.Tensor:
+    """The tensor's bits as same-width signed integers, where it lives (a view: nothing is copied)."""
+    return t.detach().view(_RAW[t.element_size()])
+
+
+def signed(bits: int, width_bytes: int) -> int:
+    """An unsigned bit pattern as the signed integer `raw` shows it."""
+    top = 1 << (8 * width_bytes)
+    return bits - top if bits >= top // 2 else bits
+
+
 def bits_of(t: torch.Tensor) -> np.ndarray:
-    """The raw bits of a tensor's elements as unsigned integers, in its logical shape."""
+    """The raw bits of a tensor's elements as unsigned integers, in its logical shape, on the host."""
     raw = t.detach().cpu().contiguous()
     width = {1: torch.uint8, 2: torch.uint16, 4: torch.uint32, 8: torch.uint64}[raw.element_size()]
     return raw.view(width).numpy().astype(np.uint64)
@@ -190,47 +215,50 @@ def sentinel(fmt: Format) -> float:
     return fmt.max
 
 
-def _place(shape: tuple[int, int], layout: Layout):
-    """Strides, first element offset, buffer size and element mask of a view laid out in a guarded buffer."""
+def _place(shape: tuple[int, int], layout: Layout) -> tuple[tuple[int, int], int, int]:
+    """Strides, first element offset and buffer size of a view laid out in a guarded buffer."""
     rows, cols = shape
     s0, s1 = layout.strides(rows, cols)
     span = (rows - 1) * s0 + (cols - 1) * s1 if rows and cols else 0
     start = GUARD + layout.offset
-    size = start + span + 1 + GUARD
-    elements = np.zeros(size, dtype=bool)
-    index = start + np.arange(rows)[:, None] * s0 + np.arange(cols)[None, :] * s1
-    elements[index.ravel()] = True
-    return (s0, s1), start, size, elements, index.ravel()
+    return (s0, s1), start, start + span + 1 + GUARD
 
 
+def _element_index(shape: tuple[int, int], strides: tuple[int, int], start: int) -> np.ndarray:
+    """The buffer positions of a view's elements, row by row."""
+    return (start + np.arange(shape[0])[:, None] * strides[0] + np.arange(shape[1])[None, :] * strides[1]).ravel()
+
+
+def _filled(size: int, value: float, fmt: Format, device) -> torch.Tensor:
+    # the value converted as a float64 tensor converts, on the device
+    return torch.full((size,), value, dtype=torch.float64, device=device).to(fmt.dtype)
+
+
+@phases.timed("materialize")
 def guarded_input(name: str, layout: Layout, fmt: Format, values: np.ndarray, device) -> Guarded:
     """An input operand holding `values` (float64, exactly representable in `fmt`, consistent with a
-    broadcast layout), in a buffer whose surroundings and padding hold poison."""
+    broadcast layout), in a buffer on `device` whose surroundings and padding hold poison."""
     shape = values.shape
-    strides, start, size, elements, _ = _place(shape, layout)
-    buffer = torch.full((size,), poison(fmt), dtype=torch.float64).to(fmt.dtype)
+    strides, start, size = _place(shape, layout)
+    buffer = _filled(size, poison(fmt), fmt, device)
     if values.size:
         # write through a non-aliasing view: a broadcast operand stores one row (or column)
         drawn = _drawn_shape(shape, layout)
-        target = torch.as_strided(buffer, drawn, strides, start)
-        target.copy_(torch.from_numpy(np.array(values[: drawn[0], : drawn[1]])).to(fmt.dtype))
-    buffer = buffer.to(device)
-    return Guarded(name, torch.as_strided(buffer, shape, strides, start), buffer, elements, bits_of(buffer))
+        host = torch.from_numpy(np.array(values[: drawn[0], : drawn[1]])).to(fmt.dtype)
+        torch.as_strided(buffer, drawn, strides, start).copy_(host)
+    return Guarded(name, torch.as_strided(buffer, shape, strides, start), buffer, buffer.clone())
 
 
+@phases.timed("materialize")
 def guarded_output(name: str, shape: tuple[int, int], layout: Layout, fmt: Format, device) -> Guarded:
-    """An output operand pre-filled with the unwritten pattern, in a buffer whose surroundings and
-    padding hold the sentinel."""
-    strides, start, size, elements, index = _place(shape, layout)
-    buffer = torch.full((size,), sentinel(fmt), dtype=torch.float64).to(fmt.dtype)
-    if index.size:
-        # signed views: index_put exists for them; the pattern's bits are what matter
-        bits, pattern = 8 * buffer.element_size(), unwritten_bits(fmt)
-        signed = pattern - (1 << bits) if pattern >= 1 << (bits - 1) else pattern
-        buffer.view({1: torch.int8, 2: torch.int16, 4: torch.int32}[buffer.element_size()])[
-            torch.from_numpy(index)] = signed
-    buffer = buffer.to(device)
-    return Guarded(name, torch.as_strided(buffer, shape, strides, start), buffer, elements, bits_of(buffer))
+    """An output operand on `device` pre-filled with the unwritten pattern, in a buffer whose
+    surroundings and padding hold the sentinel."""
+    strides, start, size = _place(shape, layout)
+    buffer = _filled(size, sentinel(fmt), fmt, device)
+    if shape[0] and shape[1]:
+        # the pattern's bits are what matter: written through a same-width integer view
+        torch.as_strided(raw(buffer), shape, strides, start).fill_(signed(unwritten_bits(fmt), buffer.element_size()))
+    return Guarded(name, torch.as_strided(buffer, shape, strides, start), buffer, buffer.clone())
 
 
 def input_values(case: GemmCase) -> tuple[np.ndarray, np.ndarray]:
@@ -251,6 +279,7 @@ def _drawn_shape(shape: tuple[int, int], layout: Layout) -> tuple[int, int]:
     return (1 if layout.broadcast == "rows" else rows, 1 if layout.broadcast == "cols" else cols)
 
 
+@phases.timed("materialize")
 def materialize(case: GemmCase, device: torch.device | str = "cpu") -> Operands:
     """Build A, B and a guarded, pre-filled C for `case` on `device`, deterministically."""
     device = torch.device(device)
