@@ -23,7 +23,7 @@ from dataclasses import replace
 from hypothesis import strategies as st
 
 from kernels.registry import Variant
-from properties.model import profiles
+from properties.model import profiles, specialization
 from properties.model.cases import GemmCase, Layout
 from reference.formats import by_name, name_of
 
@@ -189,31 +189,29 @@ def output_dtypes(variant: Variant, dtype: str) -> st.SearchStrategy[str]:
 
 @st.composite
 def gemm_cases(draw, variant: Variant, dtype: str, *, device_type: str, max_dim: int,
-               value_profiles: tuple[str, ...] | None = None, plain_layouts: bool = False,
-               tiles: int = TILES) -> GemmCase:
+               value_profiles: tuple[str, ...] | None = None, tiles: int = TILES,
+               compile_budget: int | None = None) -> GemmCase:
     """GemmCases `variant` accepts, for input dtype `dtype` on a backend with tensors on `device_type`.
-    `plain_layouts` keeps every operand row- or column-major, without padding, steps or offsets."""
+    On a GPU each case is fitted into one of `compile_budget` specialization classes (default: the
+    fewest that reach every class; properties/model/specialization.py), drawn first, so that a few
+    compilations serve every example."""
+    entry = None
+    if device_type == "cuda":
+        entries = specialization.pool(variant, dtype, compile_budget or specialization.pool_size(variant, dtype))
+        entry = entries[draw(_indices(len(entries)))]
     shapes = variant.block_shapes(device_type)
-    m = draw(dims({s[0] for s in shapes}, max_dim, tiles))
-    n = draw(dims({s[1] for s in shapes}, max_dim, tiles))
-    k = draw(dims({s[2] for s in shapes}, max_dim, tiles))
+    blocks = [{s[i] for s in shapes} for i in range(3)]
+    m, n, k = (draw(dims(b, max_dim, tiles)) for b in blocks)
     out = draw(output_dtypes(variant, dtype))
-
-    def layout(operand, rows, cols, operand_dtype):
-        chosen = draw(layouts(variant, operand, rows, cols, operand_dtype))
-        if plain_layouts and not variant.requirements.stride_alignment:
-            return Layout(chosen.order)
-        return chosen
-
-    return GemmCase(
+    case = GemmCase(
         M=m,
         N=n,
         K=k,
         dtype=dtype,
         out_dtype=out,
-        a=layout("a", m, k, dtype),
-        b=layout("b", k, n, dtype),
-        c=layout("c", m, n, out),
+        a=draw(layouts(variant, "a", m, k, dtype)),
+        b=draw(layouts(variant, "b", k, n, dtype)),
+        c=draw(layouts(variant, "c", m, n, out)),
         profile=draw(_sampled(tuple(_weighted(value_profiles or profiles.available(by_name(dtype)))))),
         # specials in two draws of three: most of C stays finite beside them (profiles.with_specials)
         specials=draw(_sampled((False, True, True))) if by_name(dtype).is_float else False,
@@ -222,6 +220,28 @@ def gemm_cases(draw, variant: Variant, dtype: str, *, device_type: str, max_dim:
         order=draw(_optional(st.integers(1, 2**16))) if device_type == "cpu" else 0,
         config=draw(configs(variant, device_type, dtype)),
     )
+    if entry is None:
+        return case
+    tops = tuple(reach(b, max_dim, tiles) for b in blocks)
+    return specialization.fit(case, entry, variant, device_type, tops)
+
+
+def pool_cases(variant: Variant, dtype: str, *, device_type: str, max_dim: int, tiles: int = TILES,
+               compile_budget: int | None = None) -> list[GemmCase]:
+    """A case of each class `gemm_cases` fits its cases into on a GPU (none elsewhere): what a run
+    compiles ahead, all at once, before its examples need them."""
+    if device_type != "cuda":
+        return []
+    shapes = variant.block_shapes(device_type)
+    tops = tuple(reach({s[i] for s in shapes}, max_dim, tiles) for i in range(3))
+    base = simplest_case(variant, 33, 33, 33, dtype)
+    entries = specialization.pool(variant, dtype, compile_budget or specialization.pool_size(variant, dtype))
+    return [specialization.fit(base, entry, variant, device_type, tops) for entry in entries]
+
+
+@functools.cache
+def _indices(count: int) -> st.SearchStrategy[int]:
+    return st.integers(0, count - 1)
 
 
 def some_peers(variants: list, keep: list, count: int) -> st.SearchStrategy[list]:
