@@ -1,6 +1,8 @@
 """What the cases reached (properties/report/reached.py): the features a case reaches for a variant's
 blocks, what a target's strategies can reach, and the summary line of what no example reached."""
 
+import torch
+
 import kernels
 from properties.model.cases import COL, GemmCase, Layout
 from properties.report import reached
@@ -42,7 +44,8 @@ def test_what_a_target_can_reach_follows_its_dtype_and_configs():
 def test_the_runner_counts_what_each_example_reached_and_the_summary_names_what_none_did(backend):
     with Runner(RunSettings(backend=backend.name), backend) as runner:
         prop = runner.property("tiled-fp16")
-        for m in (1, 40):
+        block = kernels.get("tiled").configs_for(backend.device.type, torch.float16)[0]["BM"]
+        for m in (1, 2 * block + 8):  # 40 in the interpreter's 16-row tiles: three of them
             prop.run(Example("reference", "tiled", GemmCase(m, 4, 4, "fp16", "fp16")))
         stats = runner.stats.targets["tiled-fp16"]
     assert stats.reached["M == 1"] == 1 and stats.reached["M: 3+ tiles"] == 1 and stats.reached["profile ones"] == 2
