@@ -10,9 +10,10 @@ campaign keeps to its budget. Every example runs through the runner (properties.
 the tests: the main property's checks, with `hypothesis.target` climbing toward the largest
 error/bound, against one example database (each target under its own key), so a failure found
 once is replayed first next time; `--database` shares it between campaigns (a directory, or a Redis
-server for several hosts). With `--workers N` (default: one per GPU on a GPU host) the targets are
-split among N child campaigns running side by side (properties/run/fleet.py) and their reports are
-merged. The report directory gets summary.md, results.json, plots and a repro script per failure
+server for several hosts). With `--workers N` (default on a GPU host: one per core, at most 16 a
+GPU) the targets are split among N child campaigns running side by side (properties/run/fleet.py),
+their kernels compiled ahead once by the parent, and their reports are merged. The report
+directory gets summary.md, results.json, plots and a repro script per failure
 (properties/report/summary.py). Exit status 1 if any target failed; on Ctrl-C or SIGTERM the report
 of what was done so far is written, then the exit status is 130 or 143.
 """
@@ -55,6 +56,7 @@ class TargetResult:
     first_failure_at: int | None = None  # the example (1 = the first run) that first failed
     reached: dict = field(default_factory=dict)  # examples per feature reached (properties/report/reached.py)
     wanted: list = field(default_factory=list)  # the features its strategies can reach
+    phases: dict = field(default_factory=dict)  # seconds per phase of its passing examples (report/phases.py)
 
     def to_dict(self) -> dict:
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -72,6 +74,11 @@ class TargetResult:
                       "example": Example.from_dict(data["example"]) if data["example"] else None})
 
 
+# On a GPU a campaign target draws from this many rounds of specialization classes: four times the
+# battery's, compiled ahead in parallel when the target starts (properties/model/specialization.py).
+COMPILE_ROUNDS = 4
+
+
 class Terminated(BaseException):
     """SIGTERM arrived (handled like Ctrl-C: report what was done, then exit)."""
 
@@ -85,19 +92,34 @@ def parse_budget(text: str) -> float:
     return h * 3600 + m * 60 + s
 
 
-def run_target(target, runner, seconds: float, database=None) -> TargetResult:
-    """Fuzz one target for `seconds` (at least one example); its failure, if any, shrunk and reported."""
+def compile_plans(target, backend) -> list:
+    """What a campaign on `target` launches on a GPU, one case per specialization class of its pool."""
+    from properties.model import specialization, strategies
+
+    budget = specialization.pool_size(target.variant, target.dtype, rounds=COMPILE_ROUNDS)
+    return [(target.variant, case) for case in strategies.pool_cases(
+        target.variant, target.dtype, device_type=backend.device.type, max_dim=backend.max_dim, compile_budget=budget)]
+
+
+def run_target(target, runner, seconds: float, database=None, compile_ahead: bool = True) -> TargetResult:
+    """Fuzz one target for `seconds` (at least one example); its failure, if any, shrunk and reported.
+    On a GPU its kernels are compiled ahead first, unless `compile_ahead` is off (a fleet's children:
+    their parent compiles every target's once)."""
     from hypothesis import HealthCheck, Phase, Verbosity, given, settings
     from hypothesis import target as climb
 
-    from properties.model import strategies
+    from properties.model import specialization, strategies
     from properties.run.examples import Example
     from properties.run.runner import OutOfTime
 
     start = time.monotonic()
     prop = runner.property(target.id, deadline=start + seconds)
-    strategy = strategies.gemm_cases(target.variant, target.dtype, device_type=runner.backend.device.type,
-                                     max_dim=runner.backend.max_dim)
+    device, max_dim = runner.backend.device.type, runner.backend.max_dim
+    budget = specialization.pool_size(target.variant, target.dtype, rounds=COMPILE_ROUNDS)
+    strategy = strategies.gemm_cases(target.variant, target.dtype, device_type=device, max_dim=max_dim,
+                                     compile_budget=budget)
+    if compile_ahead:
+        runner.compile_ahead(compile_plans(target, runner.backend))
 
     @settings(max_examples=10**9, deadline=None, database=database, print_blob=False, verbosity=Verbosity.quiet,
               suppress_health_check=list(HealthCheck), phases=[p for p in Phase if p is not Phase.explain])
@@ -109,7 +131,8 @@ def run_target(target, runner, seconds: float, database=None) -> TargetResult:
             observed = prop.run(Example("reference", target.variant.name, case), target.variant)
         finally:
             _Stop.in_example = False
-        climb(observed.error_ratio, label="error / bound")
+        if observed.error_ratio:  # an exact example scores 0: nothing to climb, and ties cost Hypothesis time
+            climb(observed.error_ratio, label="error / bound")
 
     example.hypothesis.inner_test._hypothesis_internal_add_digest = target.id.encode()  # one database key per target
     try:
@@ -127,6 +150,31 @@ def run_target(target, runner, seconds: float, database=None) -> TargetResult:
     return result
 
 
+def merged(results: list[TargetResult]) -> list[TargetResult]:
+    """One result per target: the searches of a target run side by side in several workers, summed
+    (its seconds are the longest search's: they ran at once); its reported failure is the first found."""
+    from properties.report.stats import TargetStats
+
+    by_target: dict[str, list[TargetResult]] = {}
+    for r in results:
+        by_target.setdefault(r.target_id, []).append(r)
+    combined = []
+    for shards in by_target.values():
+        if len(shards) == 1:
+            combined += shards
+            continue
+        total = TargetStats()
+        for r in shards:
+            total.merge(TargetStats(**{f.name: getattr(r, f.name) for f in dataclasses.fields(TargetStats)
+                                       if hasattr(r, f.name)}))
+        failed = next((r for r in shards if r.failure is not None), shards[0])
+        result = dataclasses.replace(failed)
+        _fill(result, total)
+        result.seconds = max(r.seconds for r in shards)
+        combined.append(result)
+    return combined
+
+
 def _fill(result: TargetResult, stats) -> None:
     if stats is None:
         return
@@ -136,6 +184,7 @@ def _fill(result: TargetResult, stats) -> None:
     result.ratios, result.torch_ratios = list(stats.ratios), list(stats.torch_ratios)
     result.limitations = stats.limitations
     result.reached, result.wanted = dict(stats.reached), list(stats.wanted)
+    result.phases = dict(stats.phases)
 
 
 class _Stop:
@@ -171,8 +220,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds one example may take in a worker")
     parser.add_argument("--report", type=Path, default=None, help="report directory (default reports/<time>)")
     parser.add_argument("--workers", type=int, default=None,
-                        help="child campaigns the targets are split among (default: one per GPU on the cuda backend, "
-                             "else 1)")
+                        help="child campaigns the targets are split among (default on the cuda backend: one per "
+                             "core, at most 16 a GPU; else 1)")
     parser.add_argument("--database", default=".hypothesis/campaign",
                         help="the example database: a directory (default .hypothesis/campaign), or redis://HOST:PORT "
                              "to share failures between hosts")
@@ -189,6 +238,8 @@ def main(argv: list[str] | None = None) -> int:
     for message in ("overflow encountered", "invalid value encountered"):
         warnings.filterwarnings("ignore", message=message, category=RuntimeWarning)
 
+    if args.until is not None or args.workers == 1:  # one campaign process: its worker starts beside it
+        _prestart(args)
     from properties.run import backends  # chooses the backend before the kernels load
 
     try:
@@ -227,9 +278,9 @@ def main(argv: list[str] | None = None) -> int:
     directory = (args.report or Path("reports") / time.strftime("campaign-%Y%m%d-%H%M%S")).resolve()
     directory.mkdir(parents=True, exist_ok=True)
     workers = args.workers or fleet.default_workers(backend.name)
-    if workers > 1 and len(chosen) > 1:
+    if workers > 1:
         return _run_fleet(argv, fleet.shares([t.id for t in chosen], workers, backend.name), directory, backend,
-                          args.budget)
+                          args.budget, chosen, kernel)
     mode = runner_module.default_mode(backend.name, kernel is not None, args.isolate)
     settings = runner_module.RunSettings(backend=backend.name, mode=mode, timeout=args.timeout,
                                          repros=str(directory / "repros"), kernel=kernel)
@@ -249,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
         for i, t in enumerate(chosen, 1):
             current = TargetResult(t.id, t.variant.name, t.selector)
             share = max(0.0, end - time.monotonic()) / (len(chosen) - i + 1)  # an overrun shrinks later shares
-            r = run_target(t, runner, share, database)
+            r = run_target(t, runner, share, database, compile_ahead=args.until is None)
             results.append(r)
             current = None
             _print(i, len(chosen), t.id, r)
@@ -270,6 +321,22 @@ def main(argv: list[str] | None = None) -> int:
                 signal.signal(s, handler)
     elapsed = time.monotonic() - started
     return _report(results, backend, args.budget, elapsed, directory, status)
+
+
+def _prestart(args) -> None:
+    """Start the examples' worker before this process imports torch (properties/run/isolation.py), when
+    examples will run in one: a user's kernel, or any kernel on a GPU, unless isolation is off."""
+    from properties.run import isolation, kernel_spec
+
+    if args.isolate == "off" or (not args.kernel and args.backend != "cuda" and args.isolate != "on"):
+        return
+    try:
+        kernel = args.kernel and {"spec": kernel_spec.canonical(args.kernel), "signature": args.kernel_signature}
+    except ValueError:
+        return  # reported once the kernel is loaded
+    isolation.prestart(args.backend, kernel)
+    if args.backend == "cuda" and args.until is None:  # a fleet's child compiles nothing ahead: its parent does
+        isolation.prestart(args.backend, kernel)  # compiles ahead (properties/run/ahead.py)
 
 
 def _report(results: list[TargetResult], backend, budget: float, elapsed: float, directory: Path, status: int,
@@ -309,17 +376,22 @@ def _device(backend) -> str:
     return f"GPU {visible if visible is not None else torch.cuda.current_device()} ({torch.cuda.get_device_name()})"
 
 
-def _run_fleet(argv: list[str], plan, directory: Path, backend, budget: float) -> int:
-    """The targets split among child campaigns (properties/run/fleet.py); one report over all of them."""
+def _run_fleet(argv: list[str], plan, directory: Path, backend, budget: float, chosen, kernel) -> int:
+    """The targets split among child campaigns (properties/run/fleet.py), every target's kernels compiled
+    ahead once, here, while the children start; one report over all of them."""
     from properties.run import fleet
+    from properties.run.runner import Runner, RunSettings
 
     print("\n".join(backend.header()))
     print(f"campaign: {sum(len(s.target_ids) for s in plan)} targets over {len(plan)} workers, {budget:.0f} s, "
           f"report in {directory}", flush=True)
     started = time.monotonic()
     until = time.time() + budget - min(2.0, 0.1 * budget)  # time left for the merged report
-    workers, codes, interrupted = fleet.run(argv, plan, directory, until, on_line=lambda line: print(line, flush=True))
-    results = [TargetResult.from_dict(r) for w in workers for r in w["results"]]
+    with Runner(RunSettings(backend=backend.name, mode="worker", kernel=kernel), backend) as compiler:
+        compiler.compile_ahead(p for t in chosen for p in compile_plans(t, backend))
+        workers, codes, interrupted = fleet.run(argv, plan, directory, until,
+                                                on_line=lambda line: print(line, flush=True))
+    results = merged([TargetResult.from_dict(r) for w in workers for r in w["results"]])
     for w in workers:
         for r in w["results"]:
             print(f"  {w['worker']} ({w['device']}): {r['target_id']:<24} {r['examples']:>6} examples  "

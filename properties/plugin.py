@@ -105,12 +105,38 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser, args) -> 
     requested = ns.gemm_backend or "auto"
     if requested != "interpreter":
         assign_gpu_for_xdist_worker()
+    _prestart_workers(ns, requested)
     from properties.run import backends
 
     try:
         backends.activate(requested)
     except RuntimeError as e:  # kernels.mode.BackendError (importing it first would choose the backend)
         raise pytest.UsageError(f"--gemm-backend {requested}: {e}") from None
+
+
+def _prestart_workers(ns, requested: str) -> None:
+    """Start the worker processes this process will use now, before it imports torch and Triton, so that
+    their start-up (seconds each) overlaps its own: the worker of a user's kernel or of a GPU run, and on
+    a GPU the one that compiles ahead and the interpreter worker the compiled-against-interpreted test
+    uses. Not in an xdist controller (it runs no test) nor under compute-sanitizer (its worker is another
+    process)."""
+    from properties.run import isolation, kernel_spec
+
+    controller = getattr(ns, "numprocesses", None) and not os.environ.get("PYTEST_XDIST_WORKER")
+    if controller or ns.gemm_sanitize or ns.gemm_racecheck or ns.gemm_isolate == "off" or requested == "interpreter" \
+            and not ns.gemm_kernel:
+        return
+    if not ns.gemm_kernel and requested != "cuda" and ns.gemm_isolate != "on":
+        return  # built-in variants with the backend still unknown: perhaps the interpreter, in this process
+    try:
+        kernel = {"spec": kernel_spec.canonical(ns.gemm_kernel), "signature": ns.gemm_kernel_signature} \
+            if ns.gemm_kernel else None
+    except ValueError:
+        return  # a malformed --gemm-kernel: pytest_configure reports it
+    isolation.prestart(requested, kernel)
+    if requested == "cuda":
+        isolation.prestart(requested, kernel)  # compiles ahead (properties/run/ahead.py)
+        isolation.prestart("interpreter", kernel)
 
 
 MARKERS = (
@@ -349,7 +375,20 @@ def gemm_runner(request: pytest.FixtureRequest, backend):
 
     with Runner(request.config.stash[SETTINGS], backend) as runner:
         request.config.stash[_RUNNERS].append(runner)
+        if not hasattr(request.config, "workerinput"):  # one process runs every test: compile all ahead at once
+            collected = {item.callspec.params["target"].id for item in request.session.items
+                         if "target" in getattr(getattr(item, "callspec", None), "params", {})}
+            runner.compile_ahead(plan for t in _targets(request.config) if t.id in collected
+                                 and t.variant.runs_on(backend.name) for plan in _compile_plans(request.config, t))
         yield runner
+
+
+def _compile_plans(config: pytest.Config, target) -> list:
+    """What the battery's tests of `target` launch on a GPU, one case per specialization class."""
+    from properties import battery
+
+    user = config.stash[SELECTION].user is not None
+    return battery.compile_plans(config.stash[SELECTION].backend, target.variant, target.dtype, user)
 
 
 _RUNNERS = pytest.StashKey[list]()
@@ -364,6 +403,8 @@ def gemm(request: pytest.FixtureRequest, gemm_runner):
                  request.node.name)
     if "corpus_case" in params and params["corpus_case"] is not None:
         label = params["corpus_case"].path.stem
+    if "target" in params:  # this test's kernels start compiling now, in parallel (already queued: nothing)
+        gemm_runner.compile_ahead(_compile_plans(request.config, params["target"]))
     return gemm_runner.property(label)
 
 
@@ -425,7 +466,7 @@ def pytest_testnodedown(node, error) -> None:
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
     if SELECTION not in config.stash:
         return
-    from properties.report import bugs
+    from properties.report import bugs, phases
     from properties.report.stats import TargetStats, never_reached, table
 
     found = bugs.summary(config.stash.get(_FAILURES, []))
@@ -446,6 +487,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     terminalreporter.section("GEMM targets: examples, failures, worst error / bound")
     for line in table(merged):
         terminalreporter.write_line(line)
+    spent: dict[str, float] = {}
+    for s in merged.values():
+        phases.add(spent, s.phases)
+    line = phases.summary(sum(s.seconds for s in merged.values()), spent)
+    if line:  # where the examples' time went: the next bottleneck
+        terminalreporter.write_line("GEMM time: " + line)
     unreached = never_reached(merged)
     if unreached:
         terminalreporter.section("GEMM coverage: what no example reached")

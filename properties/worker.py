@@ -5,14 +5,16 @@ line per request on stdin, one tagged JSON line per answer on stdout.
 
 A request: {"example": Example.to_dict(), "output": PATH or null}. The answer is "pass" with the
 observation (and, when `output` is given, C's values saved there as a float64 .npy) or "fail" with
-the typed failure, whole. Anything else the kernel prints goes to stdout too; answers are the lines
-that start with ANSWER.
+the typed failure, whole. A request {"ahead": [[VARIANT, GemmCase dict], ...]} starts compiling what
+each launches (properties/run/ahead.py) and is answered at once. Anything else the kernel prints goes
+to stdout too; answers are the lines that start with ANSWER.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 ANSWER = "@@gemm-worker@@ "
@@ -35,7 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
 
     from properties.judge.failures import GemmFailure
-    from properties.run import examples, targets, user_kernel
+    from properties.model.cases import GemmCase
+    from properties.run import ahead, examples, targets, user_kernel
 
     if args.kernel:
         kernel = json.loads(args.kernel)
@@ -49,6 +52,11 @@ def main(argv: list[str] | None = None) -> int:
         if not line.strip():
             continue
         request = json.loads(line)
+        if "ahead" in request:  # compile ahead (in threads) what these examples will launch
+            count = sum(ahead.compile_ahead(targets.resolve(name), [GemmCase.from_dict(case)], backend)
+                        for name, case in request["ahead"])
+            answer({"status": "queued", "count": count})
+            continue
         example = examples.Example.from_dict(request["example"])
         try:
             observed = examples.execute(example, targets.resolve, backend)
@@ -60,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
             answer({"status": "fail", "failure": e.to_dict(), "context_lost": not alive})
             if not alive:
                 return 3  # a CUDA fault poisons this process's context: the parent starts a fresh worker
-    return 0
+    sys.stdout.flush()
+    os._exit(0)  # the parent is done with it: no waiting for compilations ahead that no example needs
 
 
 def context_alive(backend) -> bool:

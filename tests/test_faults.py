@@ -3,6 +3,7 @@ properties/run/runner.py): the worker is replaced, a hang or a crash is never ru
 shrinking after it is bounded, so a failing test ends within twice the per-example timeout while the
 others run on."""
 
+import json
 import time
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
@@ -45,6 +46,40 @@ def test_a_crash_costs_one_example_and_the_next_runs_in_a_fresh_worker(backend):
         assert w.restarts == 1
     finally:
         w.close()
+
+
+def test_a_worker_that_cannot_start_says_why_once_and_is_not_started_again(backend, tmp_path, monkeypatch):
+    """A broken environment (here a kernel file that is gone) fails every example at once with the
+    worker's own words, instead of paying a worker's start-up (seconds) for each one Hypothesis tries."""
+    gone = tmp_path / "gone.py"
+    gone.write_text("def matmul(a, b, c):\n    pass\n")
+    variant = user_kernel.load(f"{gone}:matmul")
+    w = isolation.Worker(backend.name, kernel={"spec": user_kernel.loaded(variant.name)[1].spec, "signature": None})
+    gone.unlink()
+    with pytest.raises(RuntimeError, match="worker could not start: --gemm-kernel .*no file"):
+        w.run(_example(variant.name), timeout=300)
+    started = []
+    monkeypatch.setattr(isolation.subprocess, "Popen", lambda *a, **k: started.append(a))
+    with pytest.raises(RuntimeError, match="worker could not start: --gemm-kernel .*no file"):
+        w.run(_example(variant.name), timeout=300)
+    assert not started
+
+
+def test_a_worker_started_early_is_adopted_by_the_first_runner_that_needs_it(backend, monkeypatch):
+    """The plugin starts the worker before pytest imports torch (isolation.prestart): the runner's first
+    example runs in that process, which the runner then owns; one for another backend is left alone."""
+    other = "cuda" if backend.name == "interpreter" else "interpreter"
+    monkeypatch.setattr(isolation, "_PRESTARTED", {})  # not those the plugin started for this process
+    isolation.prestart(backend.name, None)
+    isolation.prestart(other, None)
+    early = {w.backend: w.process for w in isolation._PRESTARTED[(json.dumps(None), None, False)]}
+    with Runner(RunSettings(backend=backend.name, mode="worker"), backend) as runner:
+        runner.run_once(Example("reference", "tiled", CASE))
+        assert runner.worker(backend.name).process is early[backend.name]
+        assert [w.backend for w in isolation._PRESTARTED[(json.dumps(None), None, False)]] == [other]
+    assert early[backend.name].poll() is not None  # closed with the runner
+    leftover = isolation._PRESTARTED.pop((json.dumps(None), None, False))[0]
+    leftover.close(kill=True)
 
 
 def test_a_hanging_kernel_times_out_and_the_next_example_runs(backend):

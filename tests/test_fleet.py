@@ -28,8 +28,10 @@ def test_targets_are_dealt_round_robin_and_gpus_assigned_in_turn(monkeypatch):
     assert [s.target_ids for s in plan] == [("tiled-fp16", "grouped-fp16", "naive-fp16"),
                                             ("tiled-bf16", "grouped-bf16")]
     assert [s.device for s in plan] == [None, None]
-    assert len(fleet.shares(ids[:1], 4, "interpreter")) == 1  # no idle workers
-    monkeypatch.setattr(fleet, "default_workers", lambda backend: 2)
+    # more workers than targets: each worker one target, a target searched by several
+    assert [s.target_ids for s in fleet.shares(ids[:2], 5, "interpreter")] == [
+        ("tiled-fp16",), ("tiled-bf16",), ("tiled-fp16",), ("tiled-bf16",), ("tiled-fp16",)]
+    monkeypatch.setattr(fleet, "gpu_count", lambda: 2)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     assert [s.device for s in fleet.shares(ids, 3, "cuda")] == ["0", "1", "0"]
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")  # the GPUs this process was given, not the first two
@@ -118,3 +120,23 @@ def test_an_unreachable_redis_database_is_a_usage_error(tmp_path):
     run = _fuzz(tmp_path, "--variant", "tiled", "--dtype", "fp16", "--budget", "5s",
                 "--database", f"redis://127.0.0.1:{port}")
     assert run.returncode == 2 and "no Redis server answers there" in run.stderr, run.stderr
+
+
+def test_a_target_searched_by_several_workers_is_reported_once():
+    from properties.campaign import TargetResult, merged
+    from properties.judge.failures import NotWritten
+
+    first = TargetResult("tiled-fp16", "tiled", "fp16", examples=10, exact=4, seconds=30.0, worst_ratio=0.5,
+                         worst_case="2x2x2", ratios=[0.5], phases={"launch": 1.0, "compiles": 2})
+    found = NotWritten("C[0, 0] still holds its pre-fill")
+    second = TargetResult("tiled-fp16", "tiled", "fp16", examples=7, exact=1, seconds=31.0, worst_ratio=0.7,
+                          worst_case="3x3x3", ratios=[0.7], failures=2, kinds={"element never written": 2},
+                          failure=found, failing_case="1x17x1", phases={"launch": 0.5, "compiles": 1})
+    other = TargetResult("naive-fp16", "naive", "fp16", examples=3, seconds=29.0)
+    tiled, naive = merged([first, second, other])
+    assert naive is other
+    assert (tiled.target_id, tiled.examples, tiled.exact, tiled.failures) == ("tiled-fp16", 17, 5, 2)
+    assert tiled.seconds == 31.0  # the searches ran side by side
+    assert (tiled.worst_ratio, tiled.worst_case, tiled.ratios) == (0.7, "3x3x3", [0.5, 0.7])
+    assert tiled.failure is found and tiled.failing_case == "1x17x1"
+    assert tiled.phases == {"launch": 1.5, "compiles": 3}

@@ -11,7 +11,7 @@ from kernels.dtypes import ALL_DTYPES
 from kernels.registry import Variant
 from properties.judge import oracles, relations
 from properties.judge.failures import NotBitExact, ValueOutOfBound
-from properties.model.cases import COL, GemmCase, bits_of, materialize
+from properties.model.cases import COL, GemmCase, materialize
 from properties.run import examples
 
 
@@ -91,7 +91,7 @@ def test_scale_does_not_apply_where_products_or_b_leave_the_normal_range(backend
     assert not relations.scale(RIGHT, _launch(backend), ops, first, k=-1)
     ops = materialize(GemmCase(2, 2, 4, "fp16", "fp16"), backend.device)  # A all ones: only B is near the edge
     ops.b.view.fill_(1.5 * 2.0**-12)  # 6x fp16's smallest normal; halved, 3x: within the 4x margin
-    ops.b.before = bits_of(ops.b.buffer)  # the new values are the inputs
+    ops.b.snapshot()  # the new values are the inputs
     examples.launch(RIGHT, ops, backend)
     first = relations.observed(oracles.against_reference(ops, RIGHT.precision))
     assert not relations.scale(RIGHT, _launch(backend), ops, first, k=-1)
@@ -104,3 +104,30 @@ def test_flipped_layouts_describe_the_transpose():
         flip = relations.flipped(layout)
         assert flip.strides(4, 3) == tuple(reversed(layout.strides(3, 4)))
     assert a.T.stride() == tuple(reversed(a.stride()))
+
+
+@pytest.mark.parametrize("case", [
+    GemmCase(5, 7, 33, "fp16", "fp16", a=COL, profile="normal", seed=3),
+    GemmCase(3, 4, 20, "fp32", "fp32", b=COL, profile="small_ints", seed=4)])
+def test_the_problems_compiled_ahead_are_the_ones_the_relations_launch(case, backend):
+    """On a GPU the relations' problems are compiled ahead from `relations.problems`: each must be laid
+    out as the relation lays out what it launches (the same shapes, strides and storage offsets), or
+    the compilations ahead miss."""
+    launched = []
+
+    def record(variant, ops):
+        launched.append(tuple((tuple(t.shape), t.stride(), t.storage_offset(), t.dtype)
+                              for t in (ops.a.view, ops.b.view, ops.c.view)))
+        examples.launch(variant, ops, backend)
+
+    ops, first = _first(RIGHT, case, backend)
+    params = {"transpose": True, "pad": 16, "split": 16}
+    relations.transpose(RIGHT, record, ops, first)
+    relations.zero_padding(RIGHT, record, ops, first, extra=params["pad"])
+    relations.split_k(RIGHT, record, ops, first, k1=params["split"])
+    ahead = []
+    for problem in relations.problems(RIGHT, case, params):
+        placed = materialize(problem, backend.device)
+        ahead.append(tuple((tuple(t.shape), t.stride(), t.storage_offset(), t.dtype)
+                           for t in (placed.a.view, placed.b.view, placed.c.view)))
+    assert ahead == launched

@@ -23,7 +23,8 @@ import torch
 
 from kernels.registry import Variant
 from properties.judge import compare, oracles
-from properties.model.cases import Layout, Operands, guarded_input, guarded_output, unwritten_bits
+from properties.model.cases import GemmCase, Layout, Operands, guarded_input, guarded_output, unwritten_bits
+from properties.report import phases
 from reference import bounds, numpy_ref
 from reference.formats import Format, by_name
 
@@ -86,7 +87,8 @@ def solve(variant: Variant, launch: Launch, a: np.ndarray, b: np.ndarray,
     ops = Operands(None, ga, gb, gc)
     launch(variant, ops)
     oracles.memory(ops)
-    product = numpy_ref.product(ga.view, gb.view)
+    with phases.timed("reference"):
+        product = numpy_ref.product(ga.view, gb.view)
     oracles.all_written(gc.view, product.value, unwritten_bits(fout))
     allow = oracles.reference_allowance(product, a.shape[1], fin.name, variant.precision, fout.name,
                                         oracles.output_partials(variant, fin.name, config))
@@ -101,6 +103,27 @@ def _aligned(variant: Variant, layout: Layout, shape: tuple[int, int], fmt: Form
     unit = max(1, align // fmt.dtype.itemsize)
     lead = max(shape[1], 1) if layout.order == "row" else max(shape[0], 1)
     return replace(layout, pad=(-lead * layout.step) % unit)
+
+
+def problems(variant: Variant, case: GemmCase, params: dict) -> list[GemmCase]:
+    """The problems the relations in `params` launch besides the first, as cases (their values aside,
+    laid out as `solve` lays them out): what a GPU compiles ahead, in parallel, before the relations run."""
+    fin, fout = by_name(case.dtype), by_name(case.out_dtype)
+
+    def laid_out(m: int, n: int, k: int, a: Layout, b: Layout, c: Layout) -> GemmCase:
+        a, b, c = (_aligned(variant, lay, shape, fmt) for lay, shape, fmt in
+                   ((a, (m, k), fin), (b, (k, n), fin), (c, (m, n), fout)))
+        return replace(case, M=m, N=n, K=k, a=a, b=b, c=c)
+
+    found = []
+    if params.get("transpose"):
+        found.append(laid_out(case.N, case.M, case.K, flipped(case.b), flipped(case.a), flipped(case.c)))
+    if params.get("pad"):
+        found.append(laid_out(case.M, case.N, case.K + params["pad"], case.a, case.b, case.c))
+    if params.get("split"):
+        k1 = params["split"]
+        found += [laid_out(case.M, case.N, k, case.a, case.b, case.c) for k in (k1, case.K - k1)]
+    return found
 
 
 def _judge(relation: str, got: np.ndarray, allow: bounds.Allowance) -> None:

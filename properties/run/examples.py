@@ -20,6 +20,7 @@ limitation when Triton's interpreter itself failed, otherwise the launcher's ref
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import time
@@ -35,7 +36,8 @@ from properties.interpreter import sanitizer
 from properties.judge import agreement, oracles, relations
 from properties.judge.failures import Crashed, GemmFailure, InterpreterLimitation, LauncherRefused
 from properties.model.cases import GemmCase, Operands, materialize
-from properties.run import backends, preconditions
+from properties.report import phases
+from properties.run import ahead, backends, preconditions
 from reference.formats import by_name
 from reference.numpy_ref import to_float64
 
@@ -91,10 +93,11 @@ class Observation:
     # and where torch is exact
     torch_ratio: float | None = None
     values: np.ndarray | None = field(default=None, repr=False)  # C (float64), for the `output` check
+    phases: dict = field(default_factory=dict)  # seconds per phase and kernels compiled (report/phases.py)
 
     def to_dict(self) -> dict:
         return {"exact": self.exact, "error_ratio": self.error_ratio, "seconds": self.seconds,
-                "torch_ratio": self.torch_ratio}
+                "torch_ratio": self.torch_ratio, "phases": self.phases}
 
 
 # --- launching -------------------------------------------------------------------------------------
@@ -107,11 +110,12 @@ def launch(variant: Variant, ops: Operands, backend: backends.Backend, config=()
     chosen = dict(config) or None
     try:
         if backend.interpreted:
-            with sanitizer.bounds_checked():
+            with phases.launching(), sanitizer.bounds_checked():
                 variant.launch(ops.a.view, ops.b.view, ops.c.view, config=chosen)
         else:
-            variant.launch(ops.a.view, ops.b.view, ops.c.view, config=chosen)
-            torch.cuda.synchronize()
+            with phases.launching():
+                variant.launch(ops.a.view, ops.b.view, ops.c.view, config=chosen)
+                torch.cuda.synchronize()
     except GemmFailure:
         raise
     except Exception as error:  # noqa: BLE001  the kernel's or the interpreter's, classified below
@@ -164,6 +168,9 @@ def _reference(variant: Variant, case: GemmCase, backend) -> tuple[Observation, 
 
 
 def _metamorphic(variant: Variant, example: Example, backend) -> Observation:
+    # on a GPU every problem the relations launch compiles at once, beside the first run
+    ahead.compile_ahead(variant, [example.case, *relations.problems(variant, example.case, example.parameters)],
+                        backend)
     observed, ops, verdict = _reference(variant, example.case, backend)
     first = relations.observed(verdict)
     run = lambda v, o: launch(v, o, backend, example.case.config)  # noqa: E731
@@ -196,12 +203,14 @@ def _agreement(example: Example, resolve, backend) -> Observation:
     fin, fout = by_name(case.dtype), by_name(case.out_dtype)
     names = ([example.variant] if example.variant else []) + [n for n in example.parameters["peers"]
                                                               if n != example.variant]
+    # the case's configuration is the focus's; every other peer runs its default
+    peers = [(name, resolve(name), case.config if name == example.variant else ()) for name in names]
+    for _, v, config in peers:  # on a GPU every peer compiles at once
+        ahead.compile_ahead(v, [dataclasses.replace(case, config=config)], backend)
     runs = {}
-    for name in names:  # each launched under the memory oracles; their values are judged against each other
-        v = resolve(name)
+    for name, v, config in peers:  # each launched under the memory oracles; their values are judged against each other
         if accepts(v, ops):
             try:
-                config = case.config if name == example.variant else ()  # the case's configuration is the focus's
                 runs[name] = relations.solve(v, lambda x, o, config=config: launch(x, o, backend, config), a, b,
                                              (case.a, case.b, case.c), fin, fout, backend.device, config)
             except GemmFailure as e:
@@ -229,14 +238,16 @@ def execute(example: Example, resolve, backend: backends.Backend) -> Observation
     `resolve(name) -> Variant` finds variants by name."""
     variant = resolve(example.variant) if example.variant else None
     try:
-        with _checks(example, backend):
+        with phases.recording() as record, _checks(example, backend):
             if example.check == "agreement":
-                return _agreement(example, resolve, backend)
-            if example.check == "metamorphic":
-                return _metamorphic(variant, example, backend)
-            observed, ops, verdict = _reference(variant, example.case, backend)
-        if example.check == "output":
-            observed.values = verdict.values
+                observed = _agreement(example, resolve, backend)
+            elif example.check == "metamorphic":
+                observed = _metamorphic(variant, example, backend)
+            else:
+                observed, ops, verdict = _reference(variant, example.case, backend)
+                if example.check == "output":
+                    observed.values = verdict.values
+        observed.phases = record
         return observed
     except GemmFailure as failure:
         failure.with_context(variant=example.variant or "(peers)", case=example.case.describe(),

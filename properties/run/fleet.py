@@ -1,8 +1,12 @@
 """A campaign over several processes: `gemm-fuzz --workers N` splits its targets among N child
-campaigns that run side by side, one per GPU on a GPU host, and merges what they report.
+campaigns that run side by side and merges what they report. On a GPU host the default is several
+children per GPU (the host's cores over its GPUs, at most 16 each): one campaign keeps a GPU busy
+for a few percent of the time, drawing and judging on one core while its kernels run for
+microseconds.
 
 Each child is a plain `gemm-fuzz` run over its share of the targets (round-robin, so every child
-gets a mix of dtypes), with the whole budget, its own report directory under the parent's
+gets a mix of dtypes; with more children than targets each child takes one target, and a target
+runs in several children, each its own search), with the whole budget, its own report directory under the parent's
 (worker-I/) and CUDA_VISIBLE_DEVICES set to its GPU before it starts, so CUDA never sees another
 device in it. All children use the parent's example database: a failure one of them finds is
 replayed first by every later campaign that uses the same database (a directory shared between
@@ -33,24 +37,38 @@ class Share:
         return f"worker-{self.index}"
 
 
-def default_workers(backend: str) -> int:
-    """One per GPU on the cuda backend, one on the CPU (the interpreter is one core per process)."""
-    if backend != "cuda":
-        return 1
+PER_GPU = 16  # at most this many children share one GPU by default
+
+
+def gpu_count() -> int:
     import torch
 
     return max(1, torch.cuda.device_count())
 
 
+def default_workers(backend: str) -> int:
+    """On the cuda backend, the host's cores spread over its GPUs (at least one, at most PER_GPU each: a
+    child and its example worker take turns, about a core together); one on the CPU (the interpreter is
+    one core per process: ask for more with --workers)."""
+    if backend != "cuda":
+        return 1
+    gpus = gpu_count()
+    return gpus * max(1, min(PER_GPU, (os.cpu_count() or 1) // gpus))
+
+
 def shares(target_ids: list[str], workers: int, backend: str) -> list[Share]:
-    """Targets dealt round-robin to at most `workers` children; on the GPU child I gets the I-th GPU
-    this process sees (mod their count; through CUDA_VISIBLE_DEVICES where that is set)."""
-    count = min(workers, len(target_ids))
+    """Targets dealt round-robin to `workers` children (with more children than targets, child I runs
+    target I mod their count); on the GPU child I gets the I-th GPU this process sees (mod their
+    count; through CUDA_VISIBLE_DEVICES where that is set)."""
     gpus = []
     if backend == "cuda":
         visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip()
-        gpus = [g.strip() for g in visible.split(",")] if visible else [str(i) for i in range(default_workers("cuda"))]
-    return [Share(i, gpus[i % len(gpus)] if gpus else None, tuple(target_ids[i::count])) for i in range(count)]
+        gpus = [g.strip() for g in visible.split(",")] if visible else [str(i) for i in range(gpu_count())]
+    if workers > len(target_ids):
+        dealt = [(target_ids[i % len(target_ids)],) for i in range(workers)]
+    else:
+        dealt = [tuple(target_ids[i::workers]) for i in range(workers)]
+    return [Share(i, gpus[i % len(gpus)] if gpus else None, ids) for i, ids in enumerate(dealt)]
 
 
 def _child_command(argv: list[str], share: Share, directory: Path, until: float) -> list[str]:
@@ -64,8 +82,9 @@ def run(argv: list[str], plan: list[Share], directory: Path, until: float,
     start-up counts against the budget); Ctrl-C and SIGTERM are passed on to them, and they write
     their reports. Returns their results.json contents, their exit codes, and whether it was interrupted."""
     children = []
+    threads = str(max(1, (os.cpu_count() or 1) // len(plan)))  # numpy's and torch's threads: the cores shared out
     for share in plan:
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        env = {"OMP_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads, **os.environ, "PYTHONUNBUFFERED": "1"}
         if share.device is not None:
             env["CUDA_VISIBLE_DEVICES"] = share.device
         log = open(directory / f"{share.name}.log", "w")  # noqa: SIM115  closed below

@@ -15,6 +15,7 @@ blocks) and the compiled-against-interpreted comparison (an interpreter worker b
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import queue
@@ -61,6 +62,11 @@ class Worker:
         self.process: subprocess.Popen | None = None
         self.lines: queue.Queue = queue.Queue()
         self.restarts = 0
+        self.spawned = False  # a process was started for it once
+        self.unable: str | None = None  # why it could not start, once it could not (a broken environment)
+
+    def _identity(self) -> tuple:
+        return (json.dumps(self.kernel, sort_keys=True), self.sanitizer, self.caching_allocator)
 
     def command(self) -> list[str]:
         cmd = [sys.executable, "-m", "properties.worker", "--backend", self.backend]
@@ -68,23 +74,42 @@ class Worker:
             cmd += ["--kernel", json.dumps(self.kernel)]
         return list(SANITIZERS[self.sanitizer]) + cmd if self.sanitizer else cmd
 
-    def _start(self) -> None:
+    def _spawn(self) -> None:
         env = dict(os.environ, GEMM_BACKEND=self.backend, PYTHONUNBUFFERED="1")
         if self.sanitizer and not self.caching_allocator:
             env["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"  # else cached blocks hide small overruns
         self.process = subprocess.Popen(self.command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=subprocess.STDOUT, text=True, bufsize=1, env=env,
                                         start_new_session=True)
+        self.spawned = True
         self.lines = queue.Queue()
         threading.Thread(target=self._pump, args=(self.process, self.lines), daemon=True).start()
+
+    def _launch(self) -> Worker | None:
+        """Give this worker a process, without waiting for it: one started early if there is one (returned),
+        else a new one."""
+        waiting = _PRESTARTED.get(self._identity(), [])
+        early = next((w for w in waiting if w.backend in ("auto", self.backend)), None)
+        if early is not None:  # started before this process imported torch: its start-up overlapped ours
+            waiting.remove(early)
+            self.process, self.lines, early.process, self.spawned = early.process, early.lines, None, True
+        else:
+            self._spawn()
+        return early
+
+    def _start(self) -> None:
+        if self.unable is not None:  # it could not start before: the same reason, without the wait
+            raise RuntimeError(self.unable)
+        early = self._launch()
         ready, log = self._read_answer(self.start_timeout)
-        if ready is None:
-            output = "\n".join(log[-30:])
+        if early is not None and ready is not None and ready.get("backend") not in (None, self.backend):
+            self.close()  # it resolved "auto" to another backend than this process did: start the right one
+            return self._start()
+        if ready is None or ready.get("status") == "error":
             self.close()
-            raise RuntimeError(f"the {self.backend} worker did not start:\n{output}")
-        if ready.get("status") == "error":  # it started but refused its arguments
-            self.close()
-            raise RuntimeError(f"the {self.backend} worker could not start: {ready['message']}")
+            self.unable = (f"the {self.backend} worker could not start: {ready['message']}" if ready else
+                           f"the {self.backend} worker did not start:\n" + "\n".join(log[-30:]))
+            raise RuntimeError(self.unable)
 
     @staticmethod
     def _pump(process: subprocess.Popen, lines: queue.Queue) -> None:
@@ -139,6 +164,19 @@ class Worker:
             self.restarts += 1
         return Answer(payload, log, seconds)
 
+    def send(self, request: dict) -> None:
+        """Hand the worker a request and go on, never waiting for it (started, not awaited, the first
+        time; a worker that has died is not started again)."""
+        if self.process is None and not self.spawned:
+            self._launch()
+        if self.process is None or self.process.poll() is not None:
+            return
+        try:
+            self.process.stdin.write(json.dumps(request) + "\n")
+            self.process.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass
+
     def close(self, kill: bool = False) -> int | None:
         """End the worker: ask it to finish (its stdin closes), or kill it at once (a hung one)."""
         process, self.process = self.process, None
@@ -154,6 +192,21 @@ class Worker:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
         return process.returncode
+
+
+# workers started before this process chose its backend, by identity (kernel, sanitizer, allocator)
+_PRESTARTED: dict[tuple, list[Worker]] = {}
+
+
+def prestart(backend: str, kernel: dict | None) -> None:
+    """Start a worker for examples now, without waiting for it: a process that then imports torch and
+    Triton (seconds) does so at the same time as the worker, and the runner adopts the worker on first
+    use (one it never uses ends when this process does). `backend` may be "auto": the worker resolves
+    it as this process will, and is adopted only if both agree."""
+    worker = Worker(backend, kernel=kernel)
+    worker._spawn()
+    _PRESTARTED.setdefault(worker._identity(), []).append(worker)
+    atexit.register(worker.close, kill=True)
 
 
 def _exit_text(code: int | None) -> str:

@@ -32,7 +32,7 @@ from properties.judge import compare
 from properties.judge.failures import Crashed, GemmFailure, TimedOut
 from properties.report import reached, repros
 from properties.report.stats import Stats
-from properties.run import backends, examples, isolation, targets
+from properties.run import ahead, backends, examples, isolation, targets
 from properties.run.examples import Example, Observation
 
 MODES = ("process", "worker", "sanitize", "racecheck")
@@ -107,6 +107,8 @@ class Runner:
         self.backend = backend
         self.stats = Stats()
         self._workers: dict[tuple[str, str | None], isolation.Worker] = {}
+        self._ahead: set[tuple[str, object]] = set()  # (variant, case) plans handed to compile_ahead
+        self._compiler: isolation.Worker | None = None  # the process that compiles ahead (a worker mode's)
 
     def __enter__(self) -> Runner:
         return self
@@ -118,6 +120,9 @@ class Runner:
         for w in self._workers.values():
             w.close()
         self._workers.clear()
+        if self._compiler is not None:  # what it has not compiled yet, no example needs now
+            self._compiler.close(kill=True)
+            self._compiler = None
 
     def worker(self, backend: str, sanitizer: str | None = None) -> isolation.Worker:
         key = (backend, sanitizer)
@@ -127,6 +132,29 @@ class Runner:
                 backend, sanitizer=sanitizer,
                 kernel={"spec": kernel["spec"], "signature": kernel.get("signature")} if kernel else None)
         return self._workers[key]
+
+    def compile_ahead(self, plans) -> None:
+        """Start compiling, in parallel, what each (variant, GemmCase) in `plans` launches
+        (properties/run/ahead.py): in this process when examples run here, else in a worker process of its
+        own, whose kernels reach the examples' worker through Triton's disk cache. On the interpreter,
+        nothing. Each plan is handed over once."""
+        if self.backend.interpreted:
+            return
+        plans = [(v, case) for v, case in plans if (v.name, case) not in self._ahead]
+        self._ahead.update((v.name, case) for v, case in plans)
+        if not plans:
+            return
+        if self.settings.mode == "process":
+            for variant, case in plans:
+                ahead.compile_ahead(variant, [case], self.backend)
+            return
+        named = [(v.name, dataclasses.asdict(case)) for v, case in plans if v is _safe_resolve(v.name)]
+        if named:  # in a process of their own: a launcher that hangs or crashes there costs no example
+            if self._compiler is None:
+                kernel = self.settings.kernel
+                self._compiler = isolation.Worker(self.backend.name, kernel=kernel and {
+                    "spec": kernel["spec"], "signature": kernel.get("signature")})
+            self._compiler.send({"ahead": named})
 
     # --- one example ---------------------------------------------------------------------------
 
@@ -163,7 +191,7 @@ class Runner:
                                  check=example.describe())
             raise
         return Observation(observed["exact"], observed["error_ratio"], time.perf_counter() - start,
-                           observed.get("torch_ratio"))
+                           observed.get("torch_ratio"), phases=observed.get("phases", {}))
 
     def _values(self, backend: str, example: Example, variant, timeout: float) -> np.ndarray:
         """C as computed by `backend` (the example must pass there); the interpreter always in a worker."""
@@ -257,6 +285,11 @@ class PropertyRun:
         self.ran = 0  # examples run (a campaign target runs at least one, whatever its deadline)
         self.calls = 0  # calls of run(), replays of known examples included
         self.first_failing_call: int | None = None  # the call (1 = the first) that first failed
+
+    def compile_ahead(self, plans) -> None:
+        """What this test's examples will launch, (variant, GemmCase) pairs: compiled ahead, in parallel
+        (Runner.compile_ahead)."""
+        self.runner.compile_ahead(plans)
 
     def run(self, example: Example, variant=None) -> Observation:
         self.calls += 1

@@ -29,6 +29,7 @@ from triton.runtime.autotuner import Autotuner
 from kernels import autotuning, contracts, operands
 from kernels.contracts import SIGNATURES
 from kernels.registry import Variant
+from properties.run import kernel_spec
 
 # attributes FUNC once declared its facts with; the contract holds them now
 _RETIRED = {"supported_dtypes": "dtypes={torch.float16: (torch.float16,), ...}", "precision": "precision=...",
@@ -98,16 +99,16 @@ def _where_raised(error: BaseException, path: Path) -> str:
 
 
 def _import(spec: str):
-    if ":" not in spec:
-        raise KernelSpecError(f"--gemm-kernel {spec!r}: expected PATH.py:FUNC or module:FUNC")
-    where, func = spec.rsplit(":", 1)
+    try:
+        where, func, path = kernel_spec.split(spec)
+    except ValueError as e:
+        raise KernelSpecError(str(e)) from None
     if not func.isidentifier():
         raise KernelSpecError(f"--gemm-kernel {spec!r}: {func!r} is not a function name")
-    if where.endswith(".py") or "/" in where or "\\" in where:
-        path = Path(where).expanduser().resolve()
+    if path is not None:
         if not path.is_file():
             raise KernelSpecError(f"--gemm-kernel {spec!r}: no file {path}")
-        module, canonical = _exec_file(spec, path), f"{path}:{func}"
+        module, canonical = _exec_file(spec, path), kernel_spec.canonical(spec)
     else:
         try:
             module = importlib.import_module(where)

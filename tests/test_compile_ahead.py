@@ -1,0 +1,82 @@
+"""Compiling ahead (properties/run/ahead.py): on a GPU the kernels a run will launch compile in
+parallel threads before the examples need them, and an example then runs the kernel compiled ahead;
+a launcher that raises while compiling ahead costs nothing; on the interpreter nothing happens."""
+
+import time
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+import kernels
+from kernels.dtypes import ALL_DTYPES
+from kernels.registry import Variant
+from properties.judge import oracles
+from properties.model.cases import GemmCase, materialize
+from properties.run import ahead, examples
+from properties.run.runner import Runner, RunSettings
+
+CASES = [GemmCase(m, 24, 40, "fp16", "fp16", profile="small_ints", seed=m) for m in (1, 17, 32)]  # M: 1, other, 16
+
+
+@triton.jit
+def _kernel(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn, B: tl.constexpr):
+    m = tl.program_id(0) * B + tl.arange(0, B)
+    n = tl.program_id(1) * B + tl.arange(0, B)
+    kk = tl.arange(0, B)
+    acc = tl.zeros((B, B), dtype=tl.float32)
+    for k in range(0, K, B):
+        x = tl.load(a + m[:, None] * sam + (k + kk)[None, :] * sak, mask=(m[:, None] < M) & ((k + kk)[None, :] < K),
+                    other=0.0)
+        y = tl.load(b + (k + kk)[:, None] * sbk + n[None, :] * sbn, mask=((k + kk)[:, None] < K) & (n[None, :] < N),
+                    other=0.0)
+        acc = tl.dot(x, y, acc, input_precision="ieee")
+    tl.store(c + m[:, None] * scm + n[None, :] * scn, acc.to(c.dtype.element_ty),
+             mask=(m[:, None] < M) & (n[None, :] < N))
+
+
+def _variant(raises: bool = False) -> Variant:
+    def launch(a, b, c, config=None):
+        if raises:
+            raise ValueError("this launcher refuses every case")
+        M, K = a.shape
+        N = b.shape[1]
+        _kernel[(triton.cdiv(M, 16), triton.cdiv(N, 16))](a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride(), B=16)
+
+    return Variant("ahead_test" + "_raises" * raises, launch, ALL_DTYPES, "ieee",
+                   {"cpu": (dict(BM=16, BN=16, BK=16),), "cuda": (dict(BM=16, BN=16, BK=16),)}, "a test double")
+
+
+@pytest.mark.interpreter
+def test_the_interpreter_compiles_nothing_ahead(backend):
+    assert ahead.compile_ahead(kernels.get("tiled"), CASES, backend) == 0
+    with Runner(RunSettings(backend=backend.name, mode="worker"), backend) as runner:
+        runner.compile_ahead((kernels.get("tiled"), case) for case in CASES)
+        assert runner._compiler is None and not runner._workers  # no process was started for it
+
+
+@pytest.mark.gpu
+def test_a_kernel_compiled_ahead_is_the_one_the_example_runs(backend):
+    """Each specialization is handed to Triton's async mode and enters the kernel's cache compiled, before
+    any launch; the real launches then run those kernels, compiling nothing, and compute the product."""
+    variant = _variant()
+    cache = _kernel.device_caches[torch.cuda.current_device()][0]
+    cache.clear()
+    assert ahead.compile_ahead(variant, CASES, backend) == len(CASES)
+    assert ahead.compile_ahead(variant, CASES, backend) == 0  # each case is handed over once
+    deadline = time.monotonic() + 120
+    while len([k for k in cache.values() if getattr(k, "future", None) is None]) < len(CASES):
+        assert time.monotonic() < deadline, "the kernels compiled ahead never reached the kernel's cache"
+        time.sleep(0.05)
+    compiled = dict(cache)
+    for case in CASES:
+        ops = materialize(case, backend.device)
+        examples.launch(variant, ops, backend)
+        assert oracles.against_reference(ops, "ieee").exact
+    assert cache == compiled  # one kernel per specialization, each the one compiled ahead
+
+
+@pytest.mark.gpu
+def test_a_launcher_that_raises_while_compiling_ahead_costs_nothing(backend):
+    assert ahead.compile_ahead(_variant(raises=True), CASES[:1], backend) == 1  # its error is the example's to report
