@@ -92,13 +92,19 @@ def parse_budget(text: str) -> float:
     return h * 3600 + m * 60 + s
 
 
+def _compile_budget(target) -> int:
+    from properties.model import specialization
+
+    return specialization.pool_size(target.variant, target.dtype, rounds=COMPILE_ROUNDS)
+
+
 def compile_plans(target, backend) -> list:
     """What a campaign on `target` launches on a GPU, one case per specialization class of its pool."""
-    from properties.model import specialization, strategies
+    from properties.model import strategies
 
-    budget = specialization.pool_size(target.variant, target.dtype, rounds=COMPILE_ROUNDS)
     return [(target.variant, case) for case in strategies.pool_cases(
-        target.variant, target.dtype, device_type=backend.device.type, max_dim=backend.max_dim, compile_budget=budget)]
+        target.variant, target.dtype, device_type=backend.device.type, max_dim=backend.max_dim,
+        compile_budget=_compile_budget(target))]
 
 
 def run_target(target, runner, seconds: float, database=None, compile_ahead: bool = True) -> TargetResult:
@@ -108,16 +114,14 @@ def run_target(target, runner, seconds: float, database=None, compile_ahead: boo
     from hypothesis import HealthCheck, Phase, Verbosity, given, settings
     from hypothesis import target as climb
 
-    from properties.model import specialization, strategies
+    from properties.model import strategies
     from properties.run.examples import Example
     from properties.run.runner import OutOfTime
 
     start = time.monotonic()
     prop = runner.property(target.id, deadline=start + seconds)
-    device, max_dim = runner.backend.device.type, runner.backend.max_dim
-    budget = specialization.pool_size(target.variant, target.dtype, rounds=COMPILE_ROUNDS)
-    strategy = strategies.gemm_cases(target.variant, target.dtype, device_type=device, max_dim=max_dim,
-                                     compile_budget=budget)
+    strategy = strategies.gemm_cases(target.variant, target.dtype, device_type=runner.backend.device.type,
+                                     max_dim=runner.backend.max_dim, compile_budget=_compile_budget(target))
     if compile_ahead:
         runner.compile_ahead(compile_plans(target, runner.backend))
 

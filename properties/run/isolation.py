@@ -85,11 +85,12 @@ class Worker:
         self.lines = queue.Queue()
         threading.Thread(target=self._pump, args=(self.process, self.lines), daemon=True).start()
 
-    def _launch(self) -> Worker | None:
-        """Give this worker a process, without waiting for it: one started early if there is one (returned),
-        else a new one."""
+    def _launch(self, spare: int = 0) -> Worker | None:
+        """Give this worker a process, without waiting for it: one started early if more than `spare` are
+        waiting (returned), else a new one."""
         waiting = _PRESTARTED.get(self._identity(), [])
-        early = next((w for w in waiting if w.backend in ("auto", self.backend)), None)
+        matching = [w for w in waiting if w.backend in ("auto", self.backend)]
+        early = matching[0] if len(matching) > spare else None
         if early is not None:  # started before this process imported torch: its start-up overlapped ours
             waiting.remove(early)
             self.process, self.lines, early.process, self.spawned = early.process, early.lines, None, True
@@ -166,9 +167,10 @@ class Worker:
 
     def send(self, request: dict) -> None:
         """Hand the worker a request and go on, never waiting for it (started, not awaited, the first
-        time; a worker that has died is not started again)."""
+        time, leaving the last process started early to the examples; one that has died is not started
+        again)."""
         if self.process is None and not self.spawned:
-            self._launch()
+            self._launch(spare=1)
         if self.process is None or self.process.poll() is not None:
             return
         try:

@@ -127,11 +127,13 @@ class Runner:
     def worker(self, backend: str, sanitizer: str | None = None) -> isolation.Worker:
         key = (backend, sanitizer)
         if key not in self._workers:
-            kernel = self.settings.kernel
-            self._workers[key] = isolation.Worker(
-                backend, sanitizer=sanitizer,
-                kernel={"spec": kernel["spec"], "signature": kernel.get("signature")} if kernel else None)
+            self._workers[key] = isolation.Worker(backend, sanitizer=sanitizer, kernel=self._worker_kernel())
         return self._workers[key]
+
+    def _worker_kernel(self) -> dict | None:
+        """The user's kernel as a worker loads it: {spec, signature}."""
+        kernel = self.settings.kernel
+        return {"spec": kernel["spec"], "signature": kernel.get("signature")} if kernel else None
 
     def compile_ahead(self, plans) -> None:
         """Start compiling, in parallel, what each (variant, GemmCase) in `plans` launches
@@ -151,9 +153,7 @@ class Runner:
         named = [(v.name, dataclasses.asdict(case)) for v, case in plans if v is _safe_resolve(v.name)]
         if named:  # in a process of their own: a launcher that hangs or crashes there costs no example
             if self._compiler is None:
-                kernel = self.settings.kernel
-                self._compiler = isolation.Worker(self.backend.name, kernel=kernel and {
-                    "spec": kernel["spec"], "signature": kernel.get("signature")})
+                self._compiler = isolation.Worker(self.backend.name, kernel=self._worker_kernel())
             self._compiler.send({"ahead": named})
 
     # --- one example ---------------------------------------------------------------------------
