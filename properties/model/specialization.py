@@ -25,6 +25,7 @@ simplification (plain layouts, dimensions bisected) is not bound to the pool.
 
 from __future__ import annotations
 
+import functools
 import random
 from dataclasses import dataclass, replace
 
@@ -68,10 +69,18 @@ class Classes:
         return replace(self, dims=(n, m, k), a=self.b.transposed(), b=self.a.transposed(), c=self.c.transposed())
 
 
+def _choices(variant: Variant, dtype: str, device_type: str) -> tuple[int, int]:
+    """How many configurations and output dtypes the target has."""
+    return len(variant.configs_for(device_type, by_name(dtype).dtype)), len(variant.dtypes[by_name(dtype).dtype])
+
+
 def pool(variant: Variant, dtype: str, size: int, device_type: str = "cuda") -> tuple[Classes, ...]:
     """The first `size` entries of the target's pool (see the module docstring)."""
-    configs = len(variant.configs_for(device_type, by_name(dtype).dtype))
-    outs = len(variant.dtypes[by_name(dtype).dtype])
+    return _pool(*_choices(variant, dtype, device_type), size)
+
+
+@functools.cache  # a pool depends on nothing but these: built once, not for every case drawn
+def _pool(configs: int, outs: int, size: int) -> tuple[Classes, ...]:
     width = max(ROUND_ENTRIES, configs, outs)
     entries = [Classes()]
     rounds = 0
@@ -84,8 +93,7 @@ def pool(variant: Variant, dtype: str, size: int, device_type: str = "cuda") -> 
 def pool_size(variant: Variant, dtype: str, rounds: int = 1, device_type: str = "cuda") -> int:
     """The size of a pool of the plain entry and `rounds` rounds; one round is the smallest pool in which
     every class of every component appears."""
-    configs = len(variant.configs_for(device_type, by_name(dtype).dtype))
-    return 1 + 2 * rounds * max(ROUND_ENTRIES, configs, len(variant.dtypes[by_name(dtype).dtype]))
+    return 1 + 2 * rounds * max(ROUND_ENTRIES, *_choices(variant, dtype, device_type))
 
 
 def _round(index: int, width: int, configs: int, outs: int) -> list[Classes]:
@@ -178,7 +186,6 @@ def _fit_lead(base: int, pad: int, lead: str, unit: int) -> int:
     """The padding, moved in steps of `unit` elements, that gives a leading stride of class `lead`."""
     if unit % 16 == 0:  # every aligned leading stride is a multiple of 16 already
         return pad
-        return pad  # every aligned leading stride is a multiple of 16 already
     while ((base + pad) % 16 == 0) != (lead == "16") or base + pad == 1:
         pad += unit
     return pad

@@ -199,8 +199,7 @@ def gemm_cases(draw, variant: Variant, dtype: str, *, device_type: str, max_dim:
     if device_type == "cuda":
         entries = specialization.pool(variant, dtype, compile_budget or specialization.pool_size(variant, dtype))
         entry = entries[draw(_indices(len(entries)))]
-    shapes = variant.block_shapes(device_type)
-    blocks = [{s[i] for s in shapes} for i in range(3)]
+    blocks = _blocks(variant, device_type)
     m, n, k = (draw(dims(b, max_dim, tiles)) for b in blocks)
     out = draw(output_dtypes(variant, dtype))
     case = GemmCase(
@@ -222,8 +221,7 @@ def gemm_cases(draw, variant: Variant, dtype: str, *, device_type: str, max_dim:
     )
     if entry is None:
         return case
-    tops = tuple(reach(b, max_dim, tiles) for b in blocks)
-    return specialization.fit(case, entry, variant, device_type, tops)
+    return specialization.fit(case, entry, variant, device_type, tuple(reach(b, max_dim, tiles) for b in blocks))
 
 
 def pool_cases(variant: Variant, dtype: str, *, device_type: str, max_dim: int, tiles: int = TILES,
@@ -232,11 +230,16 @@ def pool_cases(variant: Variant, dtype: str, *, device_type: str, max_dim: int, 
     compiles ahead, all at once, before its examples need them."""
     if device_type != "cuda":
         return []
-    shapes = variant.block_shapes(device_type)
-    tops = tuple(reach({s[i] for s in shapes}, max_dim, tiles) for i in range(3))
+    tops = tuple(reach(b, max_dim, tiles) for b in _blocks(variant, device_type))
     base = simplest_case(variant, 33, 33, 33, dtype)
     entries = specialization.pool(variant, dtype, compile_budget or specialization.pool_size(variant, dtype))
     return [specialization.fit(base, entry, variant, device_type, tops) for entry in entries]
+
+
+def _blocks(variant: Variant, device_type: str) -> list[set[int]]:
+    """The variant's block sizes along M, N and K on this device."""
+    shapes = variant.block_shapes(device_type)
+    return [{s[i] for s in shapes} for i in range(3)]
 
 
 @functools.cache
