@@ -46,7 +46,18 @@ def test_interpreter_probes_pass_after_the_fixes(backend):
     assert fixes.explicit_rounding_is_faithful()
     assert fixes.bf16_widening_is_exact()
     assert fixes.half_atomic_add_is_faithful()
-    assert any("#11584" in e for e in backend.emulations) or fixes.bf16_dot_is_exact()
+
+
+@pytest.mark.interpreter
+def test_the_bf16_dot_probe_sees_the_interpreters_own_product_fail(backend):
+    """In a process without the fixes, the probe runs the interpreter's raw bf16 tl.dot (which multiplied
+    the raw uint16 patterns, triton-lang/triton#11584): the header names the emulation exactly where the
+    raw product is wrong."""
+    code = ("import os; os.environ['TRITON_INTERPRET'] = '1'\n"
+            "from properties.interpreter import fixes; print('exact' if fixes.bf16_dot_is_exact() else 'wrong')")
+    raw = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert raw.stdout.strip() in ("exact", "wrong"), raw.stderr[-2000:]
+    assert (raw.stdout.strip() == "wrong") == any("#11584" in e for e in backend.emulations)
 
 
 @pytest.mark.interpreter

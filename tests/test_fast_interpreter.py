@@ -11,13 +11,31 @@ import pytest
 
 from properties.evaluation import verdict_identity
 from properties.interpreter import fast
+from properties.model.cases import Layout
 
 pytestmark = pytest.mark.interpreter
 
 
+PER_TARGET = 3  # derandomized draws per variant and dtype: the first is always the simplest case
+
+
 def test_every_target_and_mutant_case_gives_the_same_verdict_either_way(backend):
-    chosen = verdict_identity.examples(1, backend)  # every variant and dtype, and every mutant's cases
+    """Three drawn cases for every variant and dtype (the first is the simplest, 1x1x1 ones; the others
+    vary shapes, layouts, value profiles, specials, program orders and configurations) and every
+    mutant's cases, each judged with the fast path on and off."""
+    import kernels
+    from properties.run import targets
+
+    chosen = verdict_identity.examples(PER_TARGET, backend)  # every variant and dtype, and every mutant's cases
     assert len(chosen) > 100
+    names = {v.name for v in kernels.variants()}
+    drawn = [example for _, example in chosen if example.variant in names]
+    wanted = {(t.variant.name, t.dtype) for t in targets.targets(kernels.variants()) if t.variant.runs_on(backend.name)}
+    # every target gets cases beyond the simplest, and the drawn cases do vary what the fast path could get wrong
+    assert {(e.variant, e.case.dtype) for e in drawn if e.case.M * e.case.N * e.case.K > 1} == wanted
+    assert any(e.case.a != Layout() or e.case.b != Layout() or e.case.c != Layout() for e in drawn)
+    assert {e.case.profile for e in drawn} - {"ones"} and any(e.case.order for e in drawn)
+    assert any(e.case.specials for e in drawn) and any(e.case.config for e in drawn)
     assert verdict_identity.differences(chosen, backend) == []
 
 

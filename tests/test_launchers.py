@@ -8,25 +8,33 @@ import torch
 
 import kernels
 from properties.model import strategies
+from properties.model.cases import raw
 from properties.run import runner
 from reference.formats import name_of
 
 VARIANTS = [pytest.param(v, id=v.name) for v in kernels.variants()]
 
 
+def _unwritten(shape, dtype, device) -> torch.Tensor:
+    """C as a refusal must leave it: NaN (float) or the most negative integer, never a value a launcher
+    that zeroes or computes C before refusing would leave there."""
+    fill = float("nan") if dtype.is_floating_point else torch.iinfo(dtype).min
+    return torch.full(shape, fill, dtype=dtype, device=device)
+
+
 def _operands(variant, device, m=4, n=6, k=5):
     dtype = next(iter(variant.dtypes))
     out = variant.dtypes[dtype][0]
     make = (lambda *s: torch.randint(-2, 3, s).to(dtype).to(device))
-    return make(m, k), make(k, n), torch.zeros(m, n, dtype=out, device=device)
+    return make(m, k), make(k, n), _unwritten((m, n), out, device)
 
 
 def _refused(variant, a, b, c, error, pattern):
-    before = c.clone() if isinstance(c, torch.Tensor) else None
+    before = raw(c).clone() if isinstance(c, torch.Tensor) else None
     with pytest.raises(error, match=pattern):
         variant.launch(a, b, c)
     if before is not None and before.device.type != "meta":
-        assert torch.equal(before, c), "a refused launch wrote into C"
+        assert torch.equal(before, raw(c)), "a refused launch wrote into C"  # bit for bit: NaN != NaN
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -89,7 +97,7 @@ def test_refuses_an_output_that_aliases_an_input_or_itself(variant, backend):
     if out_dtype == a.dtype:
         _refused(variant, a, b, a[:, :5], ValueError, "C overlaps A in memory")
         _refused(variant, a, b, b[:6], ValueError, "C overlaps B in memory")
-    row = torch.zeros(1, 5, dtype=out_dtype, device=backend.device)
+    row = _unwritten((1, 5), out_dtype, backend.device)
     _refused(variant, a, b, row.expand(6, 5), ValueError, r"C has strides \(0, 1\) so two of its elements share memory")
 
 

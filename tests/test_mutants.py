@@ -16,6 +16,7 @@ import kernels
 import kernels.mutants
 from properties.evaluation import mutation
 from properties.judge import failures
+from properties.model.cases import raw
 
 MUTANTS = kernels.mutants.mutants()
 ON_THE_INTERPRETER = [pytest.param(m, id=m.name) for m in MUTANTS if not m.gpu_only]
@@ -74,7 +75,9 @@ def _registered_cases_hold(mutant, backend):
     error = mutation.failure(mutant.variant, smallest, backend)
     assert type(error).__name__ == mutant.caught_as, f"{smallest.describe()}: {error!r}"
     if mutant.shrinks_to is not None:
-        assert mutation.failure(mutant.variant, mutation.shrink_target(mutant), backend) is not None
+        local = mutation.shrink_target(mutant)
+        error = mutation.failure(mutant.variant, local, backend)
+        assert type(error).__name__ == mutant.caught_as, f"local minimum {local.describe()}: {error!r}"
     unaffected = mutation.unaffected_case(mutant)
     if unaffected is not None:
         error = mutation.failure(mutant.variant, unaffected, backend)
@@ -105,12 +108,13 @@ def test_gpu_only_mutant_passes_the_interpreter(mutant, backend):
 def test_the_launcher_still_refuses_bad_operands(mutant, backend):
     a = torch.ones(4, 5, dtype=torch.float16, device=backend.device)
     b = torch.ones(5, 6, dtype=torch.float16, device=backend.device)
-    c = torch.zeros(4, 6, dtype=torch.float16, device=backend.device)
+    c = torch.full((4, 6), float("nan"), dtype=torch.float16, device=backend.device)  # zeroing or computing C shows
+    before = raw(c).clone()
     with pytest.raises(ValueError, match=r"A must be 2-D \(M x K\)"):
         mutant.variant.launch(a[None], b, c)
     with pytest.raises(ValueError, match=r"B has 4 rows but A has 5 columns \(K\)"):
         mutant.variant.launch(a, b[:4], c)
-    assert torch.count_nonzero(c) == 0
+    assert torch.equal(raw(c), before), "a refused launch wrote into C"  # bit for bit: NaN != NaN
 
 
 def test_a_mutant_is_its_parent_plus_marked_edits():

@@ -3,7 +3,6 @@ within its bound, through tensor descriptors (row- and column-major operands) an
 (operands TMA cannot address); a malformed configuration is refused before anything is written."""
 
 import dataclasses
-import functools
 
 import pytest
 import torch
@@ -40,14 +39,24 @@ def _cases(m: int, n: int, k: int, dtype: str) -> list[GemmCase]:
     ]
 
 
-def _with(variant_name: str, config: dict):
+def _recording(variant_name: str, launched: list):
+    """The variant, noting every configuration its launcher is given."""
     variant = kernels.get(variant_name)
-    return dataclasses.replace(variant, launch=functools.partial(variant.launch, config=config))
+
+    def launch(a, b, c, config=None):
+        launched.append(config)
+        variant.launch(a, b, c, config=config)
+
+    return dataclasses.replace(variant, launch=launch)
 
 
 def _check_all(variant_name, config, dtype, shape, backend):
+    """Every case in `config`, named by the case as the strategies name it; the launcher must be given it."""
+    launched = []
     for case in _cases(*shape, dtype):
-        runner.check(_with(variant_name, config), case, backend)
+        runner.check(_recording(variant_name, launched), dataclasses.replace(case, config=tuple(config.items())),
+                     backend)
+    assert launched and all(c == config for c in launched), f"asked for {config}, launched {launched}"
 
 
 # 16x32 tiles on 37 x 48: 6 tiles over 3 programs, so each program runs its tile loop twice
@@ -95,7 +104,8 @@ def test_a_malformed_configuration_is_refused(change, message, backend):
     config = {**kernels.get("persistent").configs_for(backend.device.type, torch.float16)[0], **change}
     a = torch.ones(4, 5, dtype=torch.float16, device=backend.device)
     b = torch.ones(5, 6, dtype=torch.float16, device=backend.device)
-    c = torch.zeros(4, 6, dtype=torch.float16, device=backend.device)
+    c = torch.full((4, 6), float("nan"), dtype=torch.float16, device=backend.device)  # zeroing or computing C shows
+    before = c.view(torch.int16).clone()
     with pytest.raises(ValueError, match=message):
         kernels.get("persistent").launch(a, b, c, config=config)
-    assert not c.any()
+    assert torch.equal(c.view(torch.int16), before), "a refused launch wrote into C"  # bit for bit: NaN != NaN

@@ -466,14 +466,21 @@ BUILT_IN_CASES = [
 ]
 
 
-@pytest.mark.parametrize("name", ["split_k", "stream_k", "persistent"])
-def test_built_in_variants_are_race_free_and_order_independent(name, backend):
+@pytest.mark.parametrize("name, deterministic", [("split_k", False), ("stream_k", True), ("persistent", True)])
+def test_built_in_variants_are_race_free_and_order_independent(name, deterministic, backend):
+    """Every order of every case runs under the race detector and is judged against the reference (a
+    race or a wrong C raises). The deterministic variants (stream-K, persistent) must also give the same
+    bits in every order, on every case, exact or not. Split-K is not order-independent: its partial
+    sums are added to C with atomics in whatever order the programs come, so an inexact case gives
+    different bits in different orders; for it the test claims only that every order is race-free and
+    within the reference's bound (on an exact case the bound is equality, so there every order agrees)."""
     variant = kernels.get(name)
+    assert variant.deterministic == deterministic, f"{name} declares deterministic={variant.deterministic}"
     for case in BUILT_IN_CASES:
         results = set()
         for order in ORDERS:  # under the race detector, as every example runs
             with runner.Runner(runner.RunSettings(), backend) as run:
                 observed = run.run_once(Example("output", name, dataclasses.replace(case, order=order)))
             results.add(observed.values.tobytes())
-        if variant.deterministic or observed.exact:
+        if deterministic:
             assert len(results) == 1, f"{name} gives {len(results)} different results on {case.describe()}"

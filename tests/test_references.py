@@ -110,15 +110,35 @@ def test_bound_has_teeth_an_fp16_accumulator_breaks_the_fp32_accumulator_bound()
     assert np.any(np.abs(fp16_acc - product.value) > bound)
 
 
+def _exact(a: list, b: list, dtype: torch.dtype, arith) -> list:
+    """exact_expected on A @ B (nested lists, as `dtype` tensors) through numpy_ref.product, as every
+    run computes it: with the per-row and per-column facts, judged element by element."""
+    product = numpy_ref.product(torch.tensor(a, dtype=dtype), torch.tensor(b, dtype=dtype))
+    assert product.row_integers is not None and product.col_integers is not None
+    return bounds.exact_expected(product, arith).tolist()
+
+
 def test_exactness_is_claimed_only_where_fp32_accumulation_is_exact():
-    arith = bounds.arithmetic("fp16")
+    arith, tf32, e11 = bounds.arithmetic("fp16"), bounds.arithmetic("fp32", "tf32"), 2.0**11
+    # Products as every run builds them (numpy_ref.product: per-row and per-column facts)
+    assert _exact([[e11] * 4], [[e11]] * 4, torch.float16, arith) == [[True]]  # sums up to 2**24: exact in fp32
+    assert _exact([[e11] * 4 + [1.0]], [[e11]] * 4 + [[2.0]], torch.float16, arith) == [[False]]  # 2**24 + 2
+    assert _exact([[0.5]], [[0.5]], torch.float16, arith) == [[False]]
+    assert _exact([[2048.0]], [[3.0]], torch.float32, tf32) == [[True]]
+    assert _exact([[4097.0]], [[1.0]], torch.float32, tf32) == [[False]]  # 4097 does not survive tf32 rounding
+    assert _exact([[1.0]], [[4097.0]], torch.float32, tf32) == [[False]]  # in B's column as in A's row
+    # element by element: a row of A or column of B that is fractional spoils its own elements, and an
+    # element whose sum passes 2**24 only itself
+    a = [[e11] * 4 + [1.0], [1.0] * 5, [0.5] + [1.0] * 4]
+    b = [[e11, 1.0, 1.0]] * 4 + [[2.0, 1.0, 0.5]]
+    assert _exact(a, b, torch.float16, arith) == [[False, True, False], [True, True, False], [False, False, False]]
+    # Products built by hand carry only the whole product's facts (the other branch of exact_expected)
     small = numpy_ref.Product(np.array([[2.0**24]]), np.array([[2.0**24]]), True, 2.0**11)
     big = numpy_ref.Product(np.array([[2.0**24 + 2]]), np.array([[2.0**24 + 2]]), True, 2.0**11)
     fractional = numpy_ref.Product(np.array([[0.5]]), np.array([[0.5]]), False, 0.5)
     assert bounds.exact_expected(small, arith)
     assert not bounds.exact_expected(big, arith)
     assert not bounds.exact_expected(fractional, arith)
-    tf32 = bounds.arithmetic("fp32", "tf32")
     assert not bounds.exact_expected(numpy_ref.Product(np.array([[4097.0]]), np.array([[4097.0]]), True, 4097.0), tf32)
 
 

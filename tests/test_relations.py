@@ -4,29 +4,30 @@ where a single run passes every other oracle."""
 import itertools
 
 import pytest
-import torch
 
 from kernels import operands
 from kernels.dtypes import ALL_DTYPES
-from kernels.registry import Variant
+from kernels.registry import Requirements, Variant
 from properties.judge import oracles, relations
 from properties.judge.failures import NotBitExact, ValueOutOfBound
-from properties.model.cases import COL, GemmCase, materialize
+from properties.model.cases import COL, GemmCase, Layout, materialize
 from properties.run import examples
 
 
-def _fake(name: str, compute, deterministic: bool = True) -> Variant:
+def _fake(name: str, compute, deterministic: bool = True, requirements: Requirements | None = None) -> Variant:
     """A variant computed by torch: `compute(a, b) -> float64 C`, rounded once into c."""
     def launch(a, b, c, config=None):
         operands.check(variant, a, b, c)
         c.copy_(compute(a.double(), b.double()).to(c.dtype))
 
     variant = Variant(name, launch, ALL_DTYPES, "ieee", {"cpu": (dict(BM=16, BN=16, BK=16),)}, "a test double",
-                      deterministic=deterministic)
+                      requirements=requirements or Requirements(), deterministic=deterministic)
     return variant
 
 
 RIGHT = _fake("right", lambda a, b: a @ b)
+# needs 16-byte aligned leading strides (as TMA does): the relations re-pad what they launch
+ALIGNED = _fake("right_aligned", lambda a, b: a @ b, requirements=Requirements(stride_alignment=16))
 
 
 def _first(variant, case, backend):
@@ -99,20 +100,24 @@ def test_scale_does_not_apply_where_products_or_b_leave_the_normal_range(backend
 
 
 def test_flipped_layouts_describe_the_transpose():
-    a = torch.arange(12.0).reshape(3, 4)
     for layout in (COL, relations.Layout("row", pad=2, broadcast="rows")):
         flip = relations.flipped(layout)
         assert flip.strides(4, 3) == tuple(reversed(layout.strides(3, 4)))
-    assert a.T.stride() == tuple(reversed(a.stride()))
 
 
-@pytest.mark.parametrize("case", [
-    GemmCase(5, 7, 33, "fp16", "fp16", a=COL, profile="normal", seed=3),
-    GemmCase(3, 4, 20, "fp32", "fp32", b=COL, profile="small_ints", seed=4)])
-def test_the_problems_compiled_ahead_are_the_ones_the_relations_launch(case, backend):
+@pytest.mark.parametrize("variant,case", [
+    (RIGHT, GemmCase(5, 7, 33, "fp16", "fp16", a=COL, profile="normal", seed=3)),
+    (RIGHT, GemmCase(3, 4, 20, "fp32", "fp32", b=COL, profile="small_ints", seed=4)),
+    # leading dimensions padded to 16 bytes; the relations' other K, and the transpose, need other pads
+    (ALIGNED, GemmCase(5, 7, 33, "fp16", "fp16", a=Layout(pad=7), b=Layout("col", pad=7), c=Layout(pad=1),
+                       profile="normal", seed=3)),
+    (ALIGNED, GemmCase(3, 4, 21, "fp32", "fp32", a=Layout(pad=3), b=Layout("col", pad=3), profile="small_ints",
+                       seed=4))], ids=["fp16-right", "fp32-right", "fp16-aligned", "fp32-aligned"])
+def test_the_problems_compiled_ahead_are_the_ones_the_relations_launch(variant, case, backend):
     """On a GPU the relations' problems are compiled ahead from `relations.problems`: each must be laid
     out as the relation lays out what it launches (the same shapes, strides and storage offsets), or
-    the compilations ahead miss."""
+    the compilations ahead miss. Also for a variant that needs aligned leading strides, for which both
+    re-pad the layouts for the new shapes."""
     launched = []
 
     def record(variant, ops):
@@ -120,14 +125,17 @@ def test_the_problems_compiled_ahead_are_the_ones_the_relations_launch(case, bac
                               for t in (ops.a.view, ops.b.view, ops.c.view)))
         examples.launch(variant, ops, backend)
 
-    ops, first = _first(RIGHT, case, backend)
+    ops, first = _first(variant, case, backend)
     params = {"transpose": True, "pad": 16, "split": 16}
-    relations.transpose(RIGHT, record, ops, first)
-    relations.zero_padding(RIGHT, record, ops, first, extra=params["pad"])
-    relations.split_k(RIGHT, record, ops, first, k1=params["split"])
+    relations.transpose(variant, record, ops, first)
+    relations.zero_padding(variant, record, ops, first, extra=params["pad"])
+    relations.split_k(variant, record, ops, first, k1=params["split"])
     ahead = []
-    for problem in relations.problems(RIGHT, case, params):
+    problems = relations.problems(variant, case, params)
+    for problem in problems:
         placed = materialize(problem, backend.device)
         ahead.append(tuple((tuple(t.shape), t.stride(), t.storage_offset(), t.dtype)
                            for t in (placed.a.view, placed.b.view, placed.c.view)))
-    assert ahead == launched
+    assert len(launched) == 4 and ahead == launched
+    if variant.requirements.stride_alignment:  # the re-padding is compared: some problem's pads differ from the case's
+        assert any((p.a.pad, p.b.pad, p.c.pad) != (case.a.pad, case.b.pad, case.c.pad) for p in problems)

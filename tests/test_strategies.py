@@ -45,17 +45,26 @@ def test_cases_stay_within_the_backend_limit(data):
 
 
 def test_some_peers_keeps_the_focus_draws_distinct_others_and_shrinks_to_the_first():
+    """As the agreement battery calls it, with what it keeps (the focus, the variant whose case it is)
+    among the variants: the kept ones and `count` distinct others, in the variants' order; all the
+    variants when there are no more than `count` others."""
     variants = kernels.variants()
     focus = kernels.get("tiled")
     drawn = find(strategies.some_peers(variants, [focus], 3), lambda peers: True)
     assert [v.name for v in drawn] == [v.name for v in variants if v is focus or v in
                                        [w for w in variants if w is not focus][:3]]
 
-    @settings(max_examples=30, database=None)
-    @given(strategies.some_peers(variants, [focus], 3))
-    def check(peers):
-        names = [v.name for v in peers]
-        assert len(names) == len(set(names)) == 4 and "tiled" in names
+    @settings(max_examples=60, database=None)
+    @given(keep=st.lists(st.sampled_from(variants), min_size=1, max_size=2), count=st.integers(0, len(variants)),
+           data=st.data())
+    def check(keep, count, data):
+        names = [v.name for v in data.draw(strategies.some_peers(variants, keep, count))]
+        kept = {v.name for v in keep}
+        assert len(names) == len(set(names)) and kept <= set(names)
+        assert len(names) == min(len(kept) + count, len(variants))
+        assert names == [v.name for v in variants if v.name in names]  # in the variants' order
 
     check()
-    assert find(strategies.some_peers(variants[:3], [focus], 3), lambda peers: True) == variants[:3]  # all of them
+    few = [v for v in variants if v is focus or v in variants[:3]]  # the focus and 3 others: all of them
+    assert find(strategies.some_peers(few, [focus], 3), lambda peers: True) == few
+    assert find(strategies.some_peers(few[:3], [few[1]], 3), lambda peers: True) == few[:3]

@@ -78,18 +78,16 @@ def verdict(runner: Runner, variant, example: Example) -> tuple:
 
 
 def differences(chosen: list[tuple[object, Example]], backend) -> list[str]:
-    """The examples whose verdicts differ with the fast path on and off, described."""
-    found = []
+    """The examples whose verdicts differ with the fast path on and off, described. Every example runs
+    with it on, then every one with it off: switching it on re-runs its start-up probe, which costs more
+    than an example, and with it on an example replays the recipes earlier ones recorded, as in a run."""
+    verdicts = {}
     with Runner(RunSettings(backend=backend.name), backend) as runner:
-        for variant, example in chosen:
-            with fast.switched(True):
-                on = verdict(runner, variant, example)
-            with fast.switched(False):
-                off = verdict(runner, variant, example)
-            if on != off:
-                found.append(f"{example.variant} on {example.case.describe()}: fast path gives {_short(on)}, "
-                             f"plain interpreter {_short(off)}")
-    return found
+        for on in (True, False):
+            with fast.switched(on):
+                verdicts[on] = [verdict(runner, variant, example) for variant, example in chosen]
+    return [f"{example.variant} on {example.case.describe()}: fast path gives {_short(on)}, plain interpreter "
+            f"{_short(off)}" for (_, example), on, off in zip(chosen, verdicts[True], verdicts[False]) if on != off]
 
 
 def hunt_differences(names: tuple[str, ...], backend) -> list[str]:
