@@ -19,7 +19,7 @@ from kernels.contracts import Contract, contract
 from kernels.registry import Requirements, Variant, get, register, variants
 
 # Modules here that are not variants.
-_INFRASTRUCTURE = {"mode", "registry", "contracts", "operands", "dtypes", "autotuning", "bench", "mutants"}
+_INFRASTRUCTURE = {"mode", "registry", "contracts", "operands", "dtypes", "autotuning", "bench", "machine", "mutants"}
 
 for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
     if _module not in _INFRASTRUCTURE and not _module.startswith("_"):

@@ -28,7 +28,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import dtypes, operands, registry
+from kernels import dtypes, machine, operands, registry
 from kernels.dtypes import ALL_DTYPES
 from kernels.registry import Requirements, register_precisions
 
@@ -197,7 +197,7 @@ def _checked(config: dict) -> dict:
 def _num_programs(config: dict, device: torch.device) -> int:
     if config["num_programs"] is not None:
         return config["num_programs"]
-    return torch.cuda.get_device_properties(device).multi_processor_count
+    return machine.multiprocessors(device)
 
 
 def _tma_layout(t: torch.Tensor) -> tuple[bool, bool]:

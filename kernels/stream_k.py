@@ -20,7 +20,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import dtypes, operands, registry
+from kernels import dtypes, machine, operands, registry
 from kernels.dtypes import ALL_DTYPES
 from kernels.registry import Requirements, register_precisions
 
@@ -106,9 +106,7 @@ CONFIGS = {
 
 
 def programs(device: torch.device, chosen: int | None) -> int:
-    if chosen is not None:
-        return chosen
-    return torch.cuda.get_device_properties(device).multi_processor_count
+    return chosen if chosen is not None else machine.multiprocessors(device)
 
 
 def make_launch(name: str, precision: str):

@@ -53,6 +53,8 @@ class TargetResult:
     ratios: list[float] = field(default_factory=list)
     torch_ratios: list[float] = field(default_factory=list)
     limitations: int = 0
+    internal: int = 0  # examples the suite's own code failed on
+    not_runnable: dict = field(default_factory=dict)  # configurations this device cannot run: feature -> why
     first_failure_at: int | None = None  # the example (1 = the first run) that first failed
     reached: dict = field(default_factory=dict)  # examples per feature reached (properties/report/reached.py)
     wanted: list = field(default_factory=list)  # the features its strategies can reach
@@ -186,7 +188,8 @@ def _fill(result: TargetResult, stats) -> None:
     result.worst_ratio, result.worst_case = stats.worst_ratio, stats.worst_case
     result.failures, result.failing_ratio, result.failing_case = stats.failures, stats.failing_ratio, stats.failing_case
     result.ratios, result.torch_ratios = list(stats.ratios), list(stats.torch_ratios)
-    result.limitations = stats.limitations
+    result.limitations, result.internal = stats.limitations, stats.internal
+    result.not_runnable = dict(stats.not_runnable)
     result.reached, result.wanted = dict(stats.reached), list(stats.wanted)
     result.phases = dict(stats.phases)
 
@@ -211,6 +214,9 @@ def _on_signal(signum, frame):
 
 
 def main(argv: list[str] | None = None) -> int:
+    from properties.run import children
+
+    children.die_with_parent()  # a fleet's child campaign ends with its parent (properties/run/children.py)
     parser = argparse.ArgumentParser(prog="gemm-fuzz", description=__doc__.split("\n\n")[0])
     parser.add_argument("--budget", type=parse_budget, default=parse_budget("10m"),
                         help="total time, e.g. 90s, 10m, 1h (default 10m)")
@@ -353,6 +359,10 @@ def _report(results: list[TargetResult], backend, budget: float, elapsed: float,
     if missed:  # what the cases never reached: a bug hiding there was not looked for
         text += "\n## What no example reached\n\n| target | never reached |\n|---|---|\n"
         text += "".join(f"| {t} | {', '.join(missing)} |\n" for t, missing in missed)
+    unrunnable = [(r.target_id, why) for r in results for why in sorted(r.not_runnable.values())]
+    if unrunnable:  # configurations the autotuner would prune here: never drawn again
+        text += "\n## Configurations this device cannot run\n\n| target | configuration and reason |\n|---|---|\n"
+        text += "".join(f"| {t} | {why} |\n" for t, why in unrunnable)
     if workers:  # which worker ran where, and how fast
         text += "\n## Workers\n\n| worker | device | targets | examples | examples/s |\n|---|---|---|---|---|\n"
         for w in workers:

@@ -99,6 +99,10 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser, args) -> 
     # before any conftest or test module can import triton, torch.cuda or the kernels
     if not _enabled(early_config):
         return
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # a worker of a controller killed by SIGKILL ends too
+        from properties.run import children
+
+        children.die_with_parent(always=True)
     ns = early_config.known_args_namespace
     if ns.gemm_kernel and not ns.file_or_dir:
         args.append(str(Path(__file__).parent / "battery"))  # test the user's kernel with the battery
@@ -405,7 +409,9 @@ def gemm(request: pytest.FixtureRequest, gemm_runner):
         label = params["corpus_case"].path.stem
     if "target" in params:  # this test's kernels start compiling now, in parallel (already queued: nothing)
         gemm_runner.compile_ahead(_compile_plans(request.config, params["target"]))
-    return gemm_runner.property(label)
+    prop = gemm_runner.property(label)
+    prop.database_key = request.node.nodeid
+    return prop
 
 
 @pytest.hookimpl(wrapper=True)

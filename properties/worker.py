@@ -26,6 +26,9 @@ def answer(payload: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from properties.run import children
+
+    children.die_with_parent()  # before anything slow: a parent killed meanwhile takes this process along
     parser = argparse.ArgumentParser(prog="python -m properties.worker")
     parser.add_argument("--backend", default="auto", choices=("auto", "interpreter", "cuda"))
     parser.add_argument("--kernel", default=None, help="a user kernel to load, as JSON {spec, signature}")
@@ -36,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     backend = backends.activate(args.backend)
     import numpy as np
 
-    from properties.judge.failures import GemmFailure
+    from properties.judge.failures import GemmFailure, SuiteError
     from properties.model.cases import GemmCase
     from properties.run import ahead, examples, targets, user_kernel
 
@@ -68,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
             answer({"status": "fail", "failure": e.to_dict(), "context_lost": not alive})
             if not alive:
                 return 3  # a CUDA fault poisons this process's context: the parent starts a fresh worker
+        except Exception as e:  # noqa: BLE001  the suite's own code (examples.execute classifies the kernel's)
+            answer({"status": "fail", "failure": SuiteError.of(e).to_dict(), "context_lost": False})
     sys.stdout.flush()
     os._exit(0)  # the parent is done with it: no waiting for compilations ahead that no example needs
 

@@ -40,3 +40,15 @@ def test_an_overflow_agrees_only_where_a_partial_sum_may_overflow():
     wrong = _run([[0.0, np.inf]], value, 0.1, False, [[True, False]])
     with pytest.raises(ValueOutOfBound, match=r"c: C\[0, 1\] = inf"):
         agreement.judge({"a": finite, "b": finite, "c": wrong})
+
+
+def test_an_outlier_is_shown_beside_a_member_of_the_majority_it_disagrees_with():
+    """Agreement is not transitive: a loosely bounded variant (tf32) agrees with everyone, so it has the
+    most support, yet a kernel computing fp32 in tf32 disagrees with the tight ones. The outlier is shown
+    beside a tight one (the loose one agrees with it: no element to show)."""
+    loose = _run([[2.0]], [[2.0]], 1.0, False)
+    tight = _run([[2.0]], [[2.0]], 0.01, False)
+    focus = _run([[2.5]], [[2.0]], 0.01, False)
+    runs = {"loose": loose, "t1": tight, "t2": tight, "t3": tight, "focus": focus}
+    with pytest.raises(ValueOutOfBound, match=r"focus: C\[0, 0\] = 2.5 where t1 \(with the majority\) has 2"):
+        agreement.judge(runs, focus="focus")

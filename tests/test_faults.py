@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from properties.judge.failures import Crashed, OutOfBoundsAccess, TimedOut
+from properties.judge.failures import Crashed, GemmFailure, OutOfBoundsAccess, SuiteError, TimedOut
 from properties.model.cases import GemmCase
 from properties.run import isolation, user_kernel
 from properties.run.examples import Example
@@ -166,3 +166,36 @@ def test_a_faulting_kernel_fails_only_its_own_test_within_twice_the_timeout(func
     kind = {"loop_forever": "timed out", "abort": "crashed", "null_pointer": "crashed",
             "hang": "deadlock" if backend.interpreted else "timed out"}[func]
     assert f"{kind}:" in out and "repro: python " in out, out[-3000:]
+
+
+def test_the_suites_own_error_in_a_worker_is_an_internal_error_and_the_worker_lives_on(backend):
+    """An exception in the suite's own code (here resolving an agreement peer that does not exist) is an
+    internal error of the suite, with its traceback and where to report it: not a crash of the kernel,
+    and the worker that reported it takes the next example."""
+    w = isolation.Worker(backend.name)
+    try:
+        bad = Example("agreement", "", CASE, (("peers", ("tiled", "no_such_variant")),)).to_dict()
+        answer = w.run(bad, timeout=300)
+        assert answer.payload["status"] == "fail"
+        failure = GemmFailure.from_dict(answer.payload["failure"])
+        assert isinstance(failure, SuiteError) and failure.blame == "suite" and not failure.kernel_fault
+        assert "KeyError" in failure.message and "Traceback (most recent call last)" in failure.message
+        assert "not a verdict on the kernel; please report it" in failure.message
+        assert w.run(_example("tiled"), timeout=300).payload["status"] == "pass"
+        assert w.restarts == 0
+    finally:
+        w.close()
+
+
+def test_the_suites_own_error_fails_its_test_once_and_is_never_run_again(backend):
+    """In this process too; a test that met one reports it for every later example without running it."""
+    bad = Example("agreement", "", CASE, (("peers", ("tiled", "no_such_variant")),))
+    with Runner(RunSettings(backend=backend.name), backend) as runner:
+        prop = runner.property("agreement-fp16")
+        with pytest.raises(SuiteError, match="KeyError"):
+            prop.run(bad)
+        with pytest.raises(SuiteError, match="KeyError"):
+            prop.run(Example("reference", "tiled", CASE))  # not run: the test already failed this way
+        assert prop.ran == 1
+        assert runner.stats.targets["agreement-fp16"].internal == 1
+        assert runner.stats.targets["agreement-fp16"].failures == 0  # not counted against a kernel

@@ -86,6 +86,20 @@ def test_a_wrong_kernel_fails_with_its_shrunk_case_and_a_repro_script(pytester):
     again.stdout.fnmatch_lines(["FAILED *test_replays_a_past_failure[[]user_my_kernel_matmul_*-fp16-*", "*1 failed*"])
 
 
+def test_a_kernel_computing_fp32_in_tf32_disagrees_and_nothing_crashes(pytester):
+    """tl.dot's default precision on fp32 is tf32, which the default (ieee) contract does not promise: the
+    agreement test names the kernel against an ieee peer. It agrees with the tf32 peers, which have the
+    most support: the suite once chose one of those to show it beside, found no element where they
+    differ, raised an IndexError in its worker, and blamed the kernel for a crash."""
+    pytester.makepyfile(my_kernel=RIGHT.replace(', input_precision="ieee"', ""))
+    result = pytester.runpytest_subprocess("--gemm-kernel", "my_kernel.py:matmul", "-k", "agree",
+                                           *FAST[:2], "--gemm-dtype", "fp32", *FAST[4:], timeout=900)
+    out = result.stdout.str()
+    result.assert_outcomes(failed=1, skipped=1)  # skipped: no past repro to replay
+    assert "value out of bound: user:my_kernel.matmul#" in out and "differ from the majority" in out
+    assert "crashed" not in out and "internal error" not in out and "IndexError" not in out
+
+
 def test_a_leetgpu_solve_function_is_tested_too(pytester):
     pytester.makepyfile(my_kernel=RIGHT)
     result = pytester.runpytest_subprocess("--gemm-kernel", "my_kernel.py:solve", "--gemm-kernel-signature",

@@ -174,8 +174,9 @@ SHRUNK = {
                               "config=*,BLOCK_SIZE_K=64,*",
     "split_k_two_way_strips": "*: user:* on 1x1x65 fp16->fp32 A:row B:row C:row * seed=0 "
                               "config=BM=32,BN=32,BK=32,SPLIT_K=4",
-    "tutorial_undeclared": "launcher refused the case: user:* on 2x1x1 fp16->fp16 A:row|bcast-rows B:row C:row ones "
-                           "seed=0",
+    # two rows of A, which a column-major A needs two columns to store non-contiguously (a stratified case
+    # finds it before Hypothesis draws the broadcast 2x1x1 it used to shrink to)
+    "tutorial_undeclared": "launcher refused the case: user:* on 2x1x2 fp16->fp16 A:col B:row C:row ones seed=0",
 }
 
 

@@ -1,20 +1,25 @@
 """The same kernel, compiled on the GPU and run through the interpreter (in a worker process), on
-the same case: bit-equal where the arithmetic is exact, within both bounds elsewhere (GPU only)."""
+the same case: bit-equal where the arithmetic is exact, within both bounds elsewhere (GPU only). The
+stratified cases run first."""
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import settings
 
-from properties.model import strategies
+from properties.model import strategies, stratified
 from properties.run.examples import Example
 
 EXAMPLES = max(3, settings.default.max_examples // 5)  # each example also runs in the interpreter
+# interpreter-sized problems: the interpreter runs one program at a time
+SIZED = dict(device_type="cuda", max_dim=96)
 
 
 @pytest.mark.gpu
-@settings(max_examples=EXAMPLES)
-@given(data=st.data())
-def test_compiled_and_interpreted_agree(target, backend, gemm, data):
-    # interpreter-sized problems: the interpreter runs one program at a time
-    case = data.draw(strategies.gemm_cases(target.variant, target.dtype, device_type="cuda", max_dim=96), label="case")
-    gemm.run(Example("cross_backend", target.variant.name, case), target.variant)
+def test_compiled_and_interpreted_agree(target, gemm):
+    variant = target.variant
+
+    def example(case):
+        return Example("cross_backend", variant.name, case)
+
+    cases = strategies.gemm_cases(variant, target.dtype, **SIZED)
+    explicit = [example(c) for c in stratified.cases(variant, target.dtype, **SIZED)]
+    gemm.search(cases.map(example), explicit, variant, max_examples=EXAMPLES)

@@ -40,9 +40,13 @@ def judge(runs: dict[str, Run], focus: str | None = None) -> None:
                               variants=names)
     lines = []
     for p in outliers:
-        anchor = max(majority, key=lambda q: support[q])
+        # agreement is not transitive: an outlier may agree with some members of the majority, so it is
+        # shown beside the best-supported one it disagrees with (an outlier disagrees with more than half)
+        differ = [q for q in majority if not agree[p, q]]
+        anchor = max(differ or [q for q in names if q != p and not agree[p, q]], key=lambda q: support[q])
+        side = "with the majority" if anchor in majority else "outside the majority too"
         i, j = (int(v) for v in np.argwhere(~_agree(runs[anchor], runs[p]))[0])
-        lines.append(f"  {p}: C[{i}, {j}] = {runs[p].c[i, j]:.9g} where {anchor} (with the majority) has "
+        lines.append(f"  {p}: C[{i}, {j}] = {runs[p].c[i, j]:.9g} where {anchor} ({side}) has "
                      f"{runs[anchor].c[i, j]:.9g}")
     raise ValueOutOfBound(f"{len(outliers)} of {len(names)} variants differ from the majority "
                           f"({', '.join(majority)}):\n" + "\n".join(lines), outliers=outliers, majority=majority)

@@ -3,8 +3,14 @@
 Each failure carries structured fields (what the oracle measured) next to its message, and travels
 whole between processes (`to_dict` / `from_dict`), so a worker's verdict arrives with its type and
 fields intact. The runner adds the context (variant, case, check) once, at the top of the message.
-`kind` is the short name summaries count by; `kernel_fault` is False for what is not the kernel's
-doing (a gap of Triton's interpreter).
+`kind` is the short name summaries count by; `blame` says whose doing it is:
+
+  kernel       the kernel's (or its launcher's): the example fails
+  interpreter  a gap of Triton's interpreter: counted, the example left out, never the kernel's failure
+  device       a configuration this device lacks the resources for (Triton's autotuner prunes such a
+               one): counted, the configuration drawn no more, never the kernel's failure
+  suite        the suite's own code raised: the test fails as an internal error of the suite, never
+               blamed on the kernel and never run again
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ class GemmFailure(AssertionError):
     """A kernel's result, memory effects or behaviour differ from what every correct kernel does."""
 
     kind: ClassVar[str] = "failure"
-    kernel_fault: ClassVar[bool] = True
+    blame: ClassVar[str] = "kernel"  # see the module docstring
     _registry: ClassVar[dict[str, type[GemmFailure]]] = {}
 
     def __init_subclass__(cls, **kwargs):
@@ -36,6 +42,10 @@ class GemmFailure(AssertionError):
         where = f"variant {self.context['variant']!r} on {self.context['case']}"
         check = self.context.get("check")
         return where + (f" ({check})" if check else "") + ":\n" + self.message
+
+    @property
+    def kernel_fault(self) -> bool:
+        return self.blame == "kernel"
 
     def __getattr__(self, name: str):
         fields = self.__dict__.get("fields", {})
@@ -133,7 +143,36 @@ class InterpreterLimitation(GemmFailure):
     """Triton's interpreter itself failed (not the kernel's logic): reported, never the kernel's failure."""
 
     kind = "interpreter limitation"
-    kernel_fault = False
+    blame = "interpreter"
+
+
+class NotRunnable(GemmFailure):
+    """A configuration that cannot compile or launch on this device for lack of resources (shared
+    memory, registers, threads): Triton's autotuner prunes it, so the kernel as used never runs it.
+    Fields: config (its (key, value) pairs), reason, device."""
+
+    kind = "configuration not runnable"
+    blame = "device"
+
+
+REPORT_TO = ("this is a bug in triton-gemm-fuzz, not a verdict on the kernel; please report it with the traceback "
+             "above and the repro script (README: 'Reporting a problem with the suite')")
+
+
+class SuiteError(GemmFailure):
+    """The suite's own code raised while judging an example: an internal error of the suite, reported
+    with its traceback, never a verdict on the kernel."""
+
+    kind = "internal error of the suite"
+    blame = "suite"
+
+    @classmethod
+    def of(cls, error: BaseException) -> SuiteError:
+        import traceback
+
+        trace = "".join(traceback.format_exception(error)).rstrip()
+        return cls(f"{type(error).__name__}: {error}\n{trace}\n{REPORT_TO}", error=type(error).__name__,
+                   detail=str(error))
 
 
 MEMORY_KINDS = (OutOfBoundsAccess.kind, WriteOutsideC.kind, InputModified.kind)

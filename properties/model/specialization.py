@@ -30,6 +30,7 @@ import random
 from dataclasses import dataclass, replace
 
 from kernels.registry import Variant
+from properties.model import runnable
 from properties.model.cases import GemmCase, Layout
 from reference.formats import by_name, name_of
 
@@ -138,7 +139,7 @@ def fit(case: GemmCase, entry: Classes, variant: Variant, device_type: str, tops
     the variant accepts: a contiguous operand stays as it is, a descriptor's alignment is kept)."""
     m, n, k = (fit_size(size, cls, top) for size, cls, top in zip((case.M, case.N, case.K), entry.dims, tops))
     space = variant.configs_for(device_type, by_name(case.dtype).dtype)
-    index = entry.config % len(space)
+    index = runnable.usable(entry.config % len(space), len(space), runnable.blocked(variant, case.dtype))
     outs = variant.dtypes[by_name(case.dtype).dtype]
     out = name_of(outs[entry.out % len(outs)])
     shapes = {"a": (m, k, case.dtype), "b": (k, n, case.dtype), "c": (m, n, out)}

@@ -23,7 +23,7 @@ from dataclasses import replace
 from hypothesis import strategies as st
 
 from kernels.registry import Variant
-from properties.model import profiles, specialization
+from properties.model import profiles, runnable, specialization
 from properties.model.cases import GemmCase, Layout
 from reference.formats import by_name, name_of
 
@@ -177,9 +177,16 @@ def _weighted(names: tuple[str, ...]) -> list[str]:
 
 def configs(variant: Variant, device_type: str, dtype: str) -> st.SearchStrategy[tuple]:
     """One of the variant's configurations for this device and dtype: the default first (recorded as
-    (), so a case shrinks to it), then each other as its (key, value) pairs."""
+    (), so a case shrinks to it), then each other as its (key, value) pairs. One this device was found
+    unable to run (properties/model/runnable.py) is replaced by the next runnable one."""
     space = variant.configs_for(device_type, by_name(dtype).dtype)
-    return _sampled(((),) + tuple(tuple(c.items()) for c in space[1:]))
+    choices = ((),) + tuple(tuple(c.items()) for c in space[1:])
+
+    def runnable_one(chosen: tuple) -> tuple:  # the same draws either way: Hypothesis replays them
+        index = choices.index(chosen)
+        return choices[runnable.usable(index, len(choices), runnable.blocked(variant, dtype))]
+
+    return _sampled(choices).map(runnable_one)
 
 
 def output_dtypes(variant: Variant, dtype: str) -> st.SearchStrategy[str]:
@@ -199,8 +206,8 @@ def gemm_cases(draw, variant: Variant, dtype: str, *, device_type: str, max_dim:
     if device_type == "cuda":
         entries = specialization.pool(variant, dtype, compile_budget or specialization.pool_size(variant, dtype))
         entry = entries[draw(_indices(len(entries)))]
-    blocks = _blocks(variant, device_type)
-    m, n, k = (draw(dims(b, max_dim, tiles)) for b in blocks)
+    axes = blocks(variant, device_type)
+    m, n, k = (draw(dims(b, max_dim, tiles)) for b in axes)
     out = draw(output_dtypes(variant, dtype))
     case = GemmCase(
         M=m,
@@ -221,7 +228,7 @@ def gemm_cases(draw, variant: Variant, dtype: str, *, device_type: str, max_dim:
     )
     if entry is None:
         return case
-    return specialization.fit(case, entry, variant, device_type, tuple(reach(b, max_dim, tiles) for b in blocks))
+    return specialization.fit(case, entry, variant, device_type, tuple(reach(b, max_dim, tiles) for b in axes))
 
 
 def pool_cases(variant: Variant, dtype: str, *, device_type: str, max_dim: int, tiles: int = TILES,
@@ -230,13 +237,13 @@ def pool_cases(variant: Variant, dtype: str, *, device_type: str, max_dim: int, 
     compiles ahead, all at once, before its examples need them."""
     if device_type != "cuda":
         return []
-    tops = tuple(reach(b, max_dim, tiles) for b in _blocks(variant, device_type))
+    tops = tuple(reach(b, max_dim, tiles) for b in blocks(variant, device_type))
     base = simplest_case(variant, 33, 33, 33, dtype)
     entries = specialization.pool(variant, dtype, compile_budget or specialization.pool_size(variant, dtype))
     return [specialization.fit(base, entry, variant, device_type, tops) for entry in entries]
 
 
-def _blocks(variant: Variant, device_type: str) -> list[set[int]]:
+def blocks(variant: Variant, device_type: str) -> list[set[int]]:
     """The variant's block sizes along M, N and K on this device."""
     shapes = variant.block_shapes(device_type)
     return [{s[i] for s in shapes} for i in range(3)]

@@ -25,8 +25,11 @@ def lines(failure) -> list[str]:
     """One failure, short."""
     context = failure.context
     head = f"{failure.kind}: {context.get('variant', '?')} on {context.get('case', '?')}"
-    body = _body(failure.message)
-    if len(body) > MAX_MESSAGE_LINES:
+    if failure.blame == "suite":  # the traceback, whole: it is what a report of the suite's bug needs
+        body = failure.message.splitlines()
+    else:
+        body = _body(failure.message)
+    if len(body) > MAX_MESSAGE_LINES and failure.blame != "suite":
         body = body[:MAX_MESSAGE_LINES] + [f"... ({len(body) - MAX_MESSAGE_LINES} more lines in the repro's output)"]
     out = [head]
     if context.get("check"):

@@ -7,7 +7,7 @@ reached. Line coverage of a kernel's body is coverage.py's job (`coverage run -m
 
 from __future__ import annotations
 
-from properties.model import profiles
+from properties.model import profiles, stratified
 from properties.model.cases import GemmCase
 from reference.formats import by_name
 
@@ -71,13 +71,15 @@ def features(case: GemmCase, variant, device_type: str) -> set[str]:
 
 def expected(variant, device_type: str, dtype: str) -> set[str]:
     """What the strategies can reach for this target (what is never drawn is not expected: layouts a
-    variant refuses, profiles the dtype has no use for)."""
+    variant refuses, profiles the dtype has no use for); the stratified cases reach all of it."""
     fmt = by_name(dtype)
     full = _full(variant, device_type, dtype, {})
     blocks = _blocks(full)
     wanted = {f"{axis} {cls}" for axis in AXES for cls in ("== 1", "% 16 == 0", "neither 1 nor a multiple of 16")}
     wanted |= {f"{axis}: 3+ tiles" for axis in AXES}  # flagged, as a warning, where the blocks are too large
     wanted |= {f"{axis}: ragged edge past a full tile" for axis in AXES if blocks[axis] > 1}
+    wanted |= {f"{name} {feature}" for name in OPERANDS
+               for feature in stratified.layout_features(variant, name.lower())[1:]}  # "row" is no feature
     if _programs(full):
         wanted |= set(PROGRAM_FEATURES)
     wanted |= {f"profile {p}" for p in profiles.available(fmt)}

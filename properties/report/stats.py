@@ -20,6 +20,9 @@ class TargetStats:
     kinds: dict[str, int] = field(default_factory=dict)  # failing examples by kind
     limitations: int = 0  # examples the interpreter could not run (not the kernel's failure)
     limitation: str = ""  # the first such, in words
+    internal: int = 0  # examples the suite's own code failed on (an internal error, not the kernel's)
+    # configurations this device cannot run for lack of resources: feature ("config I") -> what and why
+    not_runnable: dict[str, str] = field(default_factory=dict)
     not_run: int = 0  # examples left out once a failing test's shrinking budget was spent
     worst_ratio: float | None = None  # None: no passing example was judged against a bound
     worst_case: str = ""
@@ -42,7 +45,8 @@ class TargetStats:
         if other.failing_case and (not self.failing_case or (other.failing_ratio or 0) > (self.failing_ratio or 0)):
             self.failing_ratio, self.failing_case = other.failing_ratio, other.failing_case
         self.limitation = self.limitation or other.limitation
-        for name in ("examples", "exact", "failures", "limitations", "not_run", "seconds"):
+        self.not_runnable = {**other.not_runnable, **self.not_runnable}
+        for name in ("examples", "exact", "failures", "limitations", "internal", "not_run", "seconds"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for kind, n in other.kinds.items():
             self.kinds[kind] = self.kinds.get(kind, 0) + n
@@ -79,9 +83,14 @@ class Stats:
 
     def failed(self, target_id: str, failure, seconds: float = 0.0) -> None:
         s = self._of(target_id)
-        if not failure.kernel_fault:
+        if failure.blame == "suite":
+            s.internal += 1
+            return
+        if failure.blame == "interpreter":
             s.limitations += 1
             s.limitation = s.limitation or failure.headline()
+            return
+        if not failure.kernel_fault:  # a configuration this device cannot run: see not_runnable()
             return
         s.examples += 1
         s.failures += 1
@@ -98,6 +107,10 @@ class Stats:
             s.reached[feature] = s.reached.get(feature, 0) + 1
         if not s.wanted:
             s.wanted = sorted(wanted())
+
+    def not_runnable(self, target_id: str, feature: str, text: str) -> None:
+        """A configuration this device cannot run: `feature` is no longer expected to be reached."""
+        self._of(target_id).not_runnable[feature] = text
 
     def left_out(self, target_id: str) -> None:
         self._of(target_id).not_run += 1
@@ -132,12 +145,18 @@ def unreached(s) -> list[str]:
     campaign's TargetResult); nothing for a failing target, whose shrinking explores small cases."""
     if not s.examples or s.failures:
         return []
-    return sorted(f for f in s.wanted if not s.reached.get(f))
+    return sorted(f for f in s.wanted if not s.reached.get(f) and f not in s.not_runnable)
 
 
 def never_reached(stats: dict[str, TargetStats]) -> list[str]:
-    """One line per target whose examples never reached some feature its strategies can reach."""
-    return [f"{t}: never reached {', '.join(unreached(stats[t]))}" for t in sorted(stats) if unreached(stats[t])]
+    """One line per target whose examples never reached some feature its strategies can reach, and one
+    per configuration the device could not run."""
+    lines = []
+    for t in sorted(stats):
+        if unreached(stats[t]):
+            lines.append(f"{t}: never reached {', '.join(unreached(stats[t]))}")
+        lines += [f"{t}: {text}" for _, text in sorted(stats[t].not_runnable.items())]
+    return lines
 
 
 def table(stats: dict[str, TargetStats]) -> list[str]:
@@ -149,6 +168,8 @@ def table(stats: dict[str, TargetStats]) -> list[str]:
         kinds = ", ".join(f"{n} {k}" for k, n in sorted(s.kinds.items())) or "-"
         if s.limitations:
             kinds += f"; {s.limitations} interpreter limitation(s)"
+        if s.internal:
+            kinds += f"; {s.internal} internal error(s) of the suite"
         rows.append((target_id, str(s.examples), str(s.exact), str(s.failures), kinds, versus_torch(s.torch_ratios),
                      *worst(s)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]

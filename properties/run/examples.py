@@ -14,7 +14,9 @@ entry run exactly what the test ran. The checks:
 
 `execute` runs one example here and now; the runner (properties.run.runner) decides where.
 Anything a launch raises that is not an oracle's verdict becomes a typed failure: an interpreter
-limitation when Triton's interpreter itself failed, otherwise the launcher's refusal.
+limitation when Triton's interpreter itself failed, a configuration this device cannot run when it
+lacks the resources, otherwise the launcher's refusal. Anything else that raises is the suite's own
+code: a SuiteError, never the kernel's failure.
 """
 
 from __future__ import annotations
@@ -34,11 +36,18 @@ from kernels import operands
 from kernels.registry import Variant
 from properties.interpreter import sanitizer
 from properties.judge import agreement, oracles, relations
-from properties.judge.failures import Crashed, GemmFailure, InterpreterLimitation, LauncherRefused
+from properties.judge.failures import (
+    Crashed,
+    GemmFailure,
+    InterpreterLimitation,
+    LauncherRefused,
+    NotRunnable,
+    SuiteError,
+)
 from properties.model.cases import GemmCase, Operands, materialize
 from properties.report import phases
 from properties.run import ahead, backends, preconditions
-from reference.formats import by_name
+from reference.formats import by_name, name_of
 from reference.numpy_ref import to_float64
 
 CHECKS = ("reference", "metamorphic", "agreement", "output", "cross_backend")
@@ -120,6 +129,11 @@ def launch(variant: Variant, ops: Operands, backend: backends.Backend, config=()
         raise
     except Exception as error:  # noqa: BLE001  the kernel's or the interpreter's, classified below
         failure = classify(error, backend.name)
+        if isinstance(failure, NotRunnable):  # the configuration, for the strategies to draw no more
+            failure.fields.update(variant=variant.name, dtype=name_of(ops.a.view.dtype), config=list(config),
+                                  device=backend.device_name)
+            failure.message += f" (on {backend.device_name})"
+            failure.args = (failure.message,)
         if isinstance(failure, LauncherRefused):  # name the case's features and what would exclude them
             failure.message += preconditions.hint(variant, ops.a.view, ops.b.view, ops.c.view)
             failure.args = (failure.message,)
@@ -127,6 +141,26 @@ def launch(variant: Variant, ops: Operands, backend: backends.Backend, config=()
 
 
 _INTERPRETER_FILES = (os.path.join("triton", "runtime", "interpreter.py"), os.path.join("triton", "_C"))
+
+
+# what the CUDA driver says when a block asks for more registers or threads than a multiprocessor has
+_LAUNCH_RESOURCES = "too many resources requested for launch"
+
+
+def lack_of_resources(error: BaseException) -> str | None:
+    """The resource a configuration lacks, when `error` is one of those Triton's autotuner prunes a
+    configuration for (triton.runtime.autotuner: OutOfResources, and ptxas refusing a kernel that uses
+    too much shared memory or too many registers), or the driver's launch refusal; else None."""
+    from triton.runtime.errors import OutOfResources, PTXASError
+
+    if isinstance(error, OutOfResources):
+        return f"{error.name}, required {error.required}, hardware limit {error.limit}"
+    text = str(error)
+    if isinstance(error, PTXASError) and ("too much" in text or "too many" in text):
+        return next((line.strip() for line in text.splitlines() if "too m" in line), text.strip())
+    if _LAUNCH_RESOURCES in text:
+        return _LAUNCH_RESOURCES
+    return None
 
 
 def classify(error: BaseException, backend: str) -> GemmFailure:
@@ -139,6 +173,9 @@ def classify(error: BaseException, backend: str) -> GemmFailure:
     where = next((f for f in reversed(frames) if "site-packages" not in f.filename or "triton" in f.filename), None)
     inside = where is not None and where.filename.endswith(_INTERPRETER_FILES[0])
     text = f"{type(root).__name__}: {root}".strip()
+    short = lack_of_resources(root)
+    if short is not None:
+        return NotRunnable(f"the configuration cannot run for lack of resources: {short}", reason=short)
     if backend == "cuda" and ("CUDA error" in text or "illegal" in text.lower()):
         return Crashed(f"the kernel faulted on the GPU: {text}", error=type(root).__name__, detail=str(root))
     if backend == "interpreter" and inside and not isinstance(root, AssertionError):
@@ -253,3 +290,6 @@ def execute(example: Example, resolve, backend: backends.Backend) -> Observation
         failure.with_context(variant=example.variant or "(peers)", case=example.case.describe(),
                              check=example.describe())
         raise
+    except Exception as error:  # noqa: BLE001  not the kernel's: what it runs is classified in launch()
+        raise SuiteError.of(error).with_context(variant=example.variant or "(peers)", case=example.case.describe(),
+                                                check=example.describe()) from error

@@ -25,6 +25,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from properties.run import children
+
 
 @dataclass(frozen=True)
 class Share:
@@ -81,15 +83,15 @@ def run(argv: list[str], plan: list[Share], directory: Path, until: float,
     """Run the children to their end, each stopping its examples by `until` (epoch seconds: their
     start-up counts against the budget); Ctrl-C and SIGTERM are passed on to them, and they write
     their reports. Returns their results.json contents, their exit codes, and whether it was interrupted."""
-    children = []
+    started = []
     threads = str(max(1, (os.cpu_count() or 1) // len(plan)))  # numpy's and torch's threads: the cores shared out
     for share in plan:
         env = {"OMP_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads, **os.environ, "PYTHONUNBUFFERED": "1"}
         if share.device is not None:
             env["CUDA_VISIBLE_DEVICES"] = share.device
         log = open(directory / f"{share.name}.log", "w")  # noqa: SIM115  closed below
-        children.append((share, subprocess.Popen(_child_command(argv, share, directory, until), stdout=log,
-                                                 stderr=subprocess.STDOUT, env=env, start_new_session=True), log))
+        started.append((share, children.popen(_child_command(argv, share, directory, until), stdout=log,
+                                              stderr=subprocess.STDOUT, env=env, start_new_session=True), log))
         on_line(f"campaign: {share.name} on {'GPU ' + share.device if share.device else 'the CPU'}: "
                 f"{len(share.target_ids)} target(s), log in {directory / (share.name + '.log')}")
     interrupted = False
@@ -97,21 +99,21 @@ def run(argv: list[str], plan: list[Share], directory: Path, until: float,
     def forward(signum, frame):
         nonlocal interrupted
         interrupted = True
-        for _, process, _ in children:
+        for _, process, _ in started:
             if process.poll() is None:
                 os.killpg(process.pid, signum)
 
     previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        while any(p.poll() is None for _, p, _ in children):
+        while any(p.poll() is None for _, p, _ in started):
             time.sleep(0.2)
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
-        for _, _, log in children:
+        for _, _, log in started:
             log.close()
     results, codes = [], []
-    for share, process, _ in children:
+    for share, process, _ in started:
         codes.append(process.returncode)
         path = directory / share.name / "results.json"
         if path.exists():

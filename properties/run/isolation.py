@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from properties.judge.failures import Crashed, GemmFailure, MemcheckError, RacecheckError, TimedOut
+from properties.run import children
 from properties.worker import ANSWER
 
 # compute-sanitizer's command line per tool: memcheck sees invalid global and shared accesses; racecheck
@@ -78,9 +79,8 @@ class Worker:
         env = dict(os.environ, GEMM_BACKEND=self.backend, PYTHONUNBUFFERED="1")
         if self.sanitizer and not self.caching_allocator:
             env["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"  # else cached blocks hide small overruns
-        self.process = subprocess.Popen(self.command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.STDOUT, text=True, bufsize=1, env=env,
-                                        start_new_session=True)
+        self.process = children.popen(self.command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True, bufsize=1, env=env, start_new_session=True)
         self.spawned = True
         self.lines = queue.Queue()
         threading.Thread(target=self._pump, args=(self.process, self.lines), daemon=True).start()

@@ -29,11 +29,21 @@ from pathlib import Path
 import numpy as np
 
 from properties.judge import compare
-from properties.judge.failures import Crashed, GemmFailure, TimedOut
+from properties.judge.failures import (
+    Crashed,
+    GemmFailure,
+    LauncherRefused,
+    NotBitExact,
+    SuiteError,
+    TimedOut,
+    ValueOutOfBound,
+)
+from properties.model import runnable
 from properties.report import reached, repros
 from properties.report.stats import Stats
 from properties.run import ahead, backends, examples, isolation, targets
 from properties.run.examples import Example, Observation
+from reference.formats import by_name
 
 MODES = ("process", "worker", "sanitize", "racecheck")
 # the compute-sanitizer tool each GPU-only mode runs its worker under
@@ -230,6 +240,8 @@ class Runner:
         except GemmFailure as failure:
             failure.with_context(**context)
             raise
+        except Exception as error:  # noqa: BLE001  the judging above is the suite's own code
+            raise SuiteError.of(error).with_context(**context) from error
         return Observation(bool(allow.exact.all()), None, time.perf_counter() - start)
 
     # --- Hypothesis tests ----------------------------------------------------------------------
@@ -250,6 +262,14 @@ def _safe_resolve(name: str):
         return targets.resolve(name)
     except KeyError:
         return None
+
+
+_WRONG_VALUE = (NotBitExact, ValueOutOfBound)
+
+
+def _same_kind(found: GemmFailure, first: GemmFailure) -> bool:
+    """Does `found` show the bug `first` showed? A wrong value, bit-exact or not, is one kind."""
+    return type(found) is type(first) or (isinstance(found, _WRONG_VALUE) and isinstance(first, _WRONG_VALUE))
 
 
 def _is_final() -> bool:
@@ -285,11 +305,35 @@ class PropertyRun:
         self.ran = 0  # examples run (a campaign target runs at least one, whatever its deadline)
         self.calls = 0  # calls of run(), replays of known examples included
         self.first_failing_call: int | None = None  # the call (1 = the first) that first failed
+        self.internal: GemmFailure | None = None  # an internal error of the suite, once one happened
+        self.database_key = target_id  # where `search` keeps its examples (the plugin: the test's node id)
 
     def compile_ahead(self, plans) -> None:
         """What this test's examples will launch, (variant, GemmCase) pairs: compiled ahead, in parallel
         (Runner.compile_ahead)."""
         self.runner.compile_ahead(plans)
+
+    def search(self, examples, explicit: list[Example], variant=None, *, climb: bool = False,
+               max_examples: int | None = None) -> None:
+        """One Hypothesis test over `examples` (a strategy of Examples), the `explicit` ones run first, in
+        order (properties/model/stratified.py): each example through `run`, its example database entries
+        under `database_key`. `climb` steers the search toward the largest error / bound; `max_examples`
+        overrides the profile's count of drawn examples."""
+        from hypothesis import example, given, settings
+        from hypothesis import target as steer
+
+        def check(example):
+            observed = self.run(example, variant)
+            if climb and observed.error_ratio:  # an exact example scores 0: nothing to climb
+                steer(observed.error_ratio, label="error / bound")
+
+        test = given(example=examples)(check)
+        for chosen in reversed(explicit):  # each decorator runs before those applied earlier
+            test = example(example=chosen)(test)
+        if max_examples is not None:
+            test = settings(max_examples=max_examples)(test)
+        test.hypothesis.inner_test._hypothesis_internal_add_digest = self.database_key.encode()
+        test()
 
     def run(self, example: Example, variant=None) -> Observation:
         self.calls += 1
@@ -306,6 +350,8 @@ class PropertyRun:
 
     def _run(self, example: Example, variant) -> Observation:
         settings, stats = self.runner.settings, self.runner.stats
+        if self.internal is not None:  # the suite's own error: this test's every example reports it
+            raise copy.copy(self.internal)
         final = _is_final()
         key = example.key()
         if key in self.known:
@@ -326,11 +372,20 @@ class PropertyRun:
                 stats.left_out(self.target_id)
                 _reject()
             deadline = self.shrink_until
+        else:  # an explicit example after the test's first failure: the verdict is in, it is left out
+            stats.left_out(self.target_id)
+            _reject()
         start = time.monotonic()
         self.ran += 1
         try:
             observed = self.runner.run_once(example, variant, settings.timeout, deadline)
         except GemmFailure as failure:
+            if failure.blame == "suite":  # reported once, with its traceback; never run again
+                stats.failed(self.target_id, failure)
+                self.internal = self._report(example, variant, failure, simplify=False)
+                raise copy.copy(self.internal) from None
+            if failure.blame == "device":
+                failure = self._not_runnable(failure, variant)
             if not failure.kernel_fault:
                 stats.failed(self.target_id, failure)
                 _reject()
@@ -347,6 +402,29 @@ class PropertyRun:
         self._reached(example, variant)
         self.known[key] = observed
         return observed
+
+    def _not_runnable(self, failure: GemmFailure, variant) -> GemmFailure:
+        """Record a configuration this device cannot run (the strategies draw it no more) and leave the
+        example out; when it was the last runnable one, the kernel cannot run here at all: a failure."""
+        name = failure.fields["variant"]
+        variant = variant if variant is not None and variant.name == name else _safe_resolve(name)
+        device = self.runner.backend.device.type
+        dtype, config = failure.fields["dtype"], tuple(tuple(pair) for pair in failure.fields["config"])
+        runnable.record(variant, device, dtype, config, failure.fields["reason"])
+        index = runnable.index(variant, device, dtype, config)
+        full = variant.configs_for(device, by_name(dtype).dtype)[index]
+        label = ",".join(f"{k}={v}" for k, v in full.items())
+        whose = "" if self.target_id.startswith(f"{variant.name}-") else f"{variant.name} "  # a peer's
+        self.runner.stats.not_runnable(self.target_id, f"config {index}", f"{whose}config {index} ({label}) not "
+                                       f"runnable on {failure.fields['device']}: {failure.fields['reason']}")
+        space = variant.configs_for(device, by_name(dtype).dtype)
+        if len(runnable.blocked(variant, dtype)) < len(space):
+            return failure
+        reasons = "; ".join(f"config {i}: {r}" for i, r in sorted(runnable.reasons(variant, dtype).items()))
+        refused = LauncherRefused(f"none of the {len(space)} configurations of {variant.name} runs on "
+                                  f"{failure.fields['device']} with {dtype} inputs: {reasons}")
+        refused.context = dict(failure.context)
+        return refused
 
     def _reached(self, example: Example, variant) -> None:
         """Count the features the example's case reached, for its target (properties/report/reached.py)."""
@@ -387,9 +465,10 @@ class PropertyRun:
         return failure
 
     def _simplify(self, example: Example, variant, failure: GemmFailure) -> tuple[Example, GemmFailure]:
-        """Try plainer cases directly, keeping each that still fails with the same kind of failure:
-        plain layouts, `ones`, seed 0, the default output dtype, then each dimension bisected down
-        to the smallest value that still fails. Bounded in time."""
+        """Try plainer cases directly, keeping each that still fails the same way (a wrong value stays a
+        wrong value, bit-exact or not; any other failure keeps its kind): plain layouts, `ones`, seed 0,
+        the default output dtype, then each dimension bisected down to the smallest value that still
+        fails; again until nothing changes (a smaller case may take a plainer profile). Bounded in time."""
         from properties.model import strategies
 
         resolved = variant or _safe_resolve(example.variant or example.parameters.get("peers", ("",))[0])
@@ -408,25 +487,27 @@ class PropertyRun:
                     self.runner.run_once(candidate, variant, self.runner.settings.timeout)
                     tried[key] = None
                 except GemmFailure as again:
-                    tried[key] = again if type(again) is type(failure) else None
+                    tried[key] = again if _same_kind(again, failure) else None
             return tried[key]
 
-        case = example.case
-        for simplify in strategies.plainer(resolved):
-            if time.monotonic() > until:
-                break
-            candidate = simplify(case)
-            found = fails(candidate) if candidate != case else None
-            if found is not None:
-                case, failure = candidate, found
-        for dim in ("M", "N", "K"):
-            lo, hi = 1, getattr(case, dim)  # hi fails; find the smallest failing value, by bisection
-            while lo < hi and time.monotonic() <= until:
-                mid = (lo + hi) // 2
-                candidate = strategies.resized(case, resolved, **{dim: mid})
-                found = fails(candidate) if candidate is not None else None
+        case, changed = example.case, True
+        while changed and time.monotonic() <= until:
+            changed = False
+            for simplify in strategies.plainer(resolved):
+                if time.monotonic() > until:
+                    break
+                candidate = simplify(case)
+                found = fails(candidate) if candidate != case else None
                 if found is not None:
-                    hi, case, failure = mid, candidate, found
-                else:
-                    lo = mid + 1
+                    case, failure, changed = candidate, found, True
+            for dim in ("M", "N", "K"):
+                lo, hi = 1, getattr(case, dim)  # hi fails; find the smallest failing value, by bisection
+                while lo < hi and time.monotonic() <= until:
+                    mid = (lo + hi) // 2
+                    candidate = strategies.resized(case, resolved, **{dim: mid})
+                    found = fails(candidate)
+                    if found is not None:
+                        hi, case, failure, changed = mid, candidate, found, True
+                    else:
+                        lo = mid + 1
         return dataclasses.replace(example, case=case), failure

@@ -1,0 +1,102 @@
+"""Stratified cases: the explicit examples a property runs before Hypothesis draws any.
+
+Derandomized draws (the `ci` profile, 25 per test) go where the generator's seed sends them, and with
+the simplest choices drawn first many of them are plain: measured on a one-configuration kernel, the
+CI run never reached four value profiles. A handful of explicit cases fixes that for every test:
+together they reach every value profile of the input dtype, every layout feature of each operand that
+the variant accepts (column-major, padded, strided, offset, broadcast), both sides of every block
+boundary along each axis (one element short of a tile, a whole tile, one past it, three tiles with a
+ragged edge, M, N or K of 1 and multiples of 16), specials, every output dtype and every configuration.
+
+The list is the same in every run (it depends on the target only), the plainest case first, and each
+case is an ordinary GemmCase: a failing one is simplified by the runner (plain layouts, `ones`, each
+dimension bisected), and the draws that follow are Hypothesis's as before. On a GPU each case is fitted
+into the target's pool of specialization classes (properties/model/specialization.py), as drawn ones are.
+"""
+
+from __future__ import annotations
+
+from kernels.registry import Variant
+from properties.model import profiles, runnable, specialization, strategies
+from properties.model.cases import GemmCase, Layout
+from reference.formats import by_name, name_of
+
+
+def layout_features(variant: Variant, operand: str) -> tuple[str, ...]:
+    """The layout features the strategies draw for this operand ("a", "b" or "c") of this variant, as
+    properties/report/reached.py names them, after "row" (none: the plain layout)."""
+    req = variant.requirements
+    if operand in req.contiguous:
+        return ("row",)
+    if req.stride_alignment:
+        return ("row", "col-major", "padded", "offset")
+    found = ["row", "col-major", "padded", "offset"]
+    if not req.contiguous_dim:
+        found.insert(3, "strided")
+        if operand != "c" and not req.positive_strides:
+            found.append("broadcast")
+    return tuple(found)
+
+
+def layout(variant: Variant, operand: str, feature: str, rows: int, cols: int, dtype: str) -> Layout:
+    """A layout with one feature, as the strategies would draw it for this variant."""
+    align = variant.requirements.stride_alignment
+    order = "col" if feature == "col-major" else "row"
+    if align:  # tensor descriptors: leading stride and base kept aligned
+        unit = max(1, align // by_name(dtype).dtype.itemsize)
+        base = (-max(cols if order == "row" else rows, 1)) % unit
+        return Layout(order, pad=base + unit * (feature == "padded"), offset=unit * (feature == "offset"))
+    return {"row": Layout(), "col-major": Layout("col"), "padded": Layout(pad=3), "strided": Layout(step=2),
+            "offset": Layout(offset=1), "broadcast": Layout(broadcast="rows" if operand == "a" else "cols")}[feature]
+
+
+def sizes(blocks: set[int], top: int) -> list[int]:
+    """Sizes on both sides of an axis's block boundaries, within `top`: 1; for the largest block b,
+    b - 1, b, b + 1 and three tiles with a ragged edge (2b + 1); for each other block, b and b + 1; and a
+    multiple of 16 where none of these is one."""
+    largest = max(blocks)
+    found = [1, largest - 1, largest, largest + 1, 2 * largest + 1]
+    for b in sorted(blocks - {largest}, reverse=True):
+        found += [b, b + 1]
+    kept = []
+    for s in found:
+        s = min(max(s, 1), top)
+        if s not in kept:
+            kept.append(s)
+    if not any(s % 16 == 0 for s in kept):  # Triton's own class of sizes (past a block of 1, say)
+        kept.append(min(largest + 16 - largest % 16, top))
+    return kept
+
+
+def cases(variant: Variant, dtype: str, *, device_type: str, max_dim: int, tiles: int = strategies.TILES,
+          compile_budget: int | None = None) -> list[GemmCase]:
+    """The target's stratified cases (see the module docstring); on a GPU fitted into the first
+    `compile_budget` classes of its pool (default: one round), as `strategies.gemm_cases` fits its own."""
+    fmt = by_name(dtype)
+    blocks = strategies.blocks(variant, device_type)
+    tops = [strategies.reach(b, max_dim, tiles) for b in blocks]
+    dims = [sizes(b, top) for b, top in zip(blocks, tops)]
+    kinds = profiles.available(fmt)
+    features = {o: layout_features(variant, o) for o in "abc"}
+    outs = [name_of(d) for d in variant.dtypes[fmt.dtype]]
+    space = variant.configs_for(device_type, fmt.dtype)
+    skip = runnable.blocked(variant, dtype)
+    configs = [() if i == 0 else tuple(c.items()) for i, c in enumerate(space) if i not in skip] or [()]
+    count = max(len(kinds), *(len(d) for d in dims), *(len(f) for f in features.values()), len(outs), len(configs))
+    found = [strategies.simplest_case(variant, 1, 1, 1, dtype)]  # the plainest first
+    for i in range(1, count + 1):
+        # each axis and operand cycles through its own list, shifted so that no two move in step
+        m, n, k = (d[(i + shift) % len(d)] for d, shift in zip(dims, (0, 1, 2)))
+        out = outs[i % len(outs)]
+        shapes = {"a": (m, k, dtype), "b": (k, n, dtype), "c": (m, n, out)}
+        lay = {o: layout(variant, o, features[o][(i + shift) % len(features[o])], *shapes[o])
+               for o, shift in (("a", 0), ("b", 2), ("c", 4))}
+        case = GemmCase(m, n, k, dtype, out, a=lay["a"], b=lay["b"], c=lay["c"], profile=kinds[i % len(kinds)],
+                        seed=i, specials=fmt.is_float and i % 2 == 1, order=i % 3 if device_type == "cpu" else 0,
+                        config=configs[i % len(configs)])
+        found.append(case)
+    if device_type != "cuda":
+        return found
+    entries = specialization.pool(variant, dtype, compile_budget or specialization.pool_size(variant, dtype))
+    return [specialization.fit(case, entries[i % len(entries)], variant, device_type, tuple(tops))
+            for i, case in enumerate(found)]

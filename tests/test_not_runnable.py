@@ -1,0 +1,137 @@
+"""A configuration this device cannot run for lack of resources is what Triton's autotuner prunes, so it
+is no failure of the kernel (properties/model/runnable.py): the example meeting it is left out, the
+configuration is drawn no more, and the coverage report says why. Any other error of a configuration
+stays a failure, and a kernel none of whose configurations runs here fails.
+
+The interpreter never runs out of shared memory, so these kernels raise Triton's own OutOfResources for
+one configuration, as a compiled launch does on a GPU (tests/test_gpu_tutorial.py shows it there)."""
+
+import dataclasses
+import textwrap
+
+import pytest
+from triton.runtime.errors import OutOfResources
+
+import kernels
+from properties.judge.failures import LauncherRefused
+from properties.model import runnable, strategies
+from properties.run.examples import Example
+from properties.run.runner import Runner, RunSettings
+
+SHARED = OutOfResources(327680, 232448, "shared memory")  # what the H100 says of tutorial 03's 256 x 64 x 128
+
+
+@pytest.fixture(autouse=True)
+def _fresh_records():
+    runnable.forget()
+    yield
+    runnable.forget()
+
+
+def _double(raises: dict, name: str = "tiled_double"):
+    """`tiled` under another name, whose launcher raises raises[i] on its i-th configuration, noting every
+    configuration it is asked to launch."""
+    tiled = kernels.get("tiled")
+    launched = []
+
+    def launch(a, b, c, config=None):
+        index = next(i for i, c in enumerate(variant.configs_for(a.device.type, a.dtype))
+                     if dict(c) == variant.config(a.device.type, a.dtype, config))
+        launched.append(index)
+        if index in raises:
+            raise raises[index]
+        tiled.launch(a, b, c, config=config)
+
+    variant = dataclasses.replace(tiled, name=name, launch=launch)
+    return variant, launched
+
+
+def _search(variant, backend, examples: int = 20):
+    sized = dict(device_type=backend.device.type, max_dim=backend.max_dim)
+    with Runner(RunSettings(backend=backend.name), backend) as runner:
+        prop = runner.property(f"{variant.name}-fp16")
+        cases = strategies.gemm_cases(variant, "fp16", **sized)
+        prop.search(cases.map(lambda c: Example("reference", variant.name, c)), [], variant, max_examples=examples)
+        return runner.stats.targets[f"{variant.name}-fp16"]
+
+
+def test_a_configuration_out_of_resources_is_left_out_and_drawn_no_more(backend):
+    variant, launched = _double({1: SHARED})
+    stats = _search(variant, backend)
+    assert launched.count(1) == 1 and len(launched) > 10  # met once, never drawn again
+    assert stats.failures == 0
+    assert runnable.blocked(variant, "fp16") == {1}
+    label = ",".join(f"{k}={v}" for k, v in variant.configs_for(backend.device.type)[1].items())
+    assert stats.not_runnable == {"config 1": f"config 1 ({label}) not runnable on "
+                                              f"{backend.device_name}: shared memory, required 327680, hardware "
+                                              "limit 232448"}
+
+
+def test_any_other_error_of_a_configuration_stays_a_failure(backend):
+    variant, _ = _double({1: ValueError("BLOCK_K must divide K")})
+    with pytest.raises(LauncherRefused, match="BLOCK_K must divide K"):
+        _search(variant, backend)
+    assert runnable.blocked(variant, "fp16") == set()
+
+
+def test_a_kernel_none_of_whose_configurations_runs_here_fails(backend):
+    count = len(kernels.get("tiled").configs_for(backend.device.type))
+    variant, _ = _double({i: SHARED for i in range(count)})
+    with pytest.raises(LauncherRefused, match=f"none of the {count} configurations of tiled_double runs on"):
+        _search(variant, backend)
+
+
+AUTOTUNED = textwrap.dedent("""
+    import torch
+    import triton
+    import triton.language as tl
+    from triton.runtime.errors import OutOfResources
+
+    from kernels import contract
+
+
+    def too_big(nargs):  # what a launch of this configuration raises on a GPU with 227 KB of shared memory
+        raise OutOfResources(327680, 232448, "shared memory")
+
+
+    @triton.autotune(configs=[
+        triton.Config({"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 16}, num_warps=1),
+        triton.Config({"BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 16, "BLOCK_SIZE_K": 32}, num_warps=1, pre_hook=too_big),
+        triton.Config({"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 16, "BLOCK_SIZE_K": 16}, num_warps=2),
+    ], key=["M", "N", "K"])
+    @triton.jit
+    def _kernel(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn, BLOCK_SIZE_M: tl.constexpr,
+                BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr):
+        rm = tl.program_id(0) * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+        rn = tl.program_id(1) * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+        rk = tl.arange(0, BLOCK_SIZE_K)
+        acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+        for k in range(0, K, BLOCK_SIZE_K):
+            x = tl.load(a + rm[:, None] * sam + (k + rk)[None, :] * sak,
+                        mask=(rm[:, None] < M) & ((k + rk)[None, :] < K), other=0.0)
+            y = tl.load(b + (k + rk)[:, None] * sbk + rn[None, :] * sbn,
+                        mask=((k + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
+            acc = tl.dot(x, y, acc)
+        tl.store(c + rm[:, None] * scm + rn[None, :] * scn, acc.to(c.dtype.element_ty),
+                 mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+    @contract(dtypes={torch.float16: (torch.float16,)})
+    def matmul(a, b, c):
+        M, K = a.shape
+        N = b.shape[1]
+        grid = lambda META: (triton.cdiv(M, META["BLOCK_SIZE_M"]), triton.cdiv(N, META["BLOCK_SIZE_N"]))
+        _kernel[grid](a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride())
+""")
+
+
+def test_an_autotuned_kernel_with_a_configuration_too_big_for_the_device_passes(pytester, monkeypatch):
+    monkeypatch.setenv("CI", "1")
+    pytester.makepyfile(my_kernel=AUTOTUNED)
+    result = pytester.runpytest_subprocess("--gemm-kernel", "my_kernel.py:matmul", "--gemm-backend", "interpreter",
+                                           "-p", "no:cacheprovider", "-k", "float64 or metamorphic", timeout=900)
+    out = result.stdout.str()
+    assert result.ret == 0, out[-3000:]
+    result.stdout.fnmatch_lines(["*GEMM coverage*", "user:my_kernel.matmul#*-fp16: config 1 (BLOCK_SIZE_M=32,"
+                                 "BLOCK_SIZE_N=16,BLOCK_SIZE_K=32,num_warps=1,*) not runnable on CPU *: shared "
+                                 "memory, required 327680, hardware limit 232448"])
