@@ -11,12 +11,12 @@ import pkgutil
 
 import torch
 
-from kernels import mode, operands
+from gemm_fuzz.kernels import mode, operands
 
 mode.configure()  # before any @triton.jit below is evaluated
 
-from kernels.contracts import Contract, contract
-from kernels.registry import Requirements, Variant, get, register, variants
+from gemm_fuzz.kernels.contracts import Contract, contract
+from gemm_fuzz.kernels.registry import Requirements, Variant, get, register, variants
 
 # Modules here that are not variants.
 _INFRASTRUCTURE = {"mode", "registry", "contracts", "operands", "dtypes", "autotuning", "bench", "machine", "mutants"}

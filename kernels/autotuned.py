@@ -10,9 +10,9 @@ import triton
 import triton.language as tl
 import triton.testing
 
-from kernels import autotuning, dtypes, mode, operands, registry
-from kernels.dtypes import ALL_DTYPES
-from kernels.registry import Requirements, register_precisions
+from gemm_fuzz.kernels import autotuning, dtypes, mode, operands, registry
+from gemm_fuzz.kernels.dtypes import ALL_DTYPES
+from gemm_fuzz.kernels.registry import Requirements, register_precisions
 
 SEED_002 = [  # (BM, BN, BK, warps, stages)
     (128, 64, 64, 4, 4), (128, 128, 32, 4, 3), (128, 128, 64, 8, 3), (64, 256, 32, 8, 4), (256, 128, 32, 8, 3),

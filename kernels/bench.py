@@ -1,6 +1,6 @@
 """Benchmark every compiled variant against torch.matmul (cuBLAS) on a CUDA GPU.
 
-    python -m kernels.bench [--dtype fp16 --dtype bf16] [--variant persistent] [--configs] [--out bench-out]
+    python -m gemm_fuzz.kernels.bench [--dtype fp16 --dtype bf16] [--variant persistent] [--configs] [--out bench-out]
 
 For each shape and dtype: TFLOP/s of each variant and of torch.matmul, the median of repeated runs
 with warm-up excluded (triton.testing.do_bench), and each variant's ratio to torch.matmul measured
@@ -88,7 +88,7 @@ def measure(shape: str, dname: str, chosen, device, sweep: bool = False) -> list
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kernels.bench", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m gemm_fuzz.kernels.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--dtype", action="append", choices=sorted(DTYPES), help="default: fp16 and bf16")
     parser.add_argument("--variant", action="append", help="variant names (default: every compiled variant)")
     parser.add_argument("--shape", action="append", choices=sorted(SHAPES), help="default: all")
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import triton
 
-    import kernels
+    from gemm_fuzz import kernels
 
     dtypes = args.dtype or ["fp16", "bf16"]
     shapes = args.shape or list(SHAPES)

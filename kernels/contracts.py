@@ -2,7 +2,7 @@
 suite calls and read into the same `Variant` the built-in kernels register.
 
     import torch
-    from kernels import Requirements, contract
+    from gemm_fuzz.kernels import Requirements, contract
 
     @contract(dtypes={torch.int8: (torch.int32,), torch.float16: (torch.float16, torch.float32)},
               blocks=(64, 64, 32), requires=Requirements(contiguous=("a", "b")))
@@ -19,8 +19,8 @@ from dataclasses import dataclass, field, fields, replace
 
 import torch
 
-from kernels.dtypes import ALL_DTYPES
-from kernels.registry import SAME_DTYPE, BlockShape, Config, Requirements, Variant
+from gemm_fuzz.kernels.dtypes import ALL_DTYPES
+from gemm_fuzz.kernels.registry import SAME_DTYPE, BlockShape, Config, Requirements, Variant
 
 SIGNATURES = ("plain", "leetgpu")  # FUNC(a, b, c), or LeetGPU's solve(a, b, c, M, N, K)
 ATTRIBUTE = "gemm_contract"  # where `contract` leaves the Contract on the function
@@ -61,7 +61,7 @@ class Contract:
                              "[dict(BM=64, BN=64, BK=32), dict(BM=32, BN=64, BK=32)]")
         object.__setattr__(self, "configs", tuple(dict(c) for c in self.configs))
         if not isinstance(self.requires, Requirements):
-            raise ValueError(f"contract: requires={self.requires!r}; expected kernels.Requirements(...)")
+            raise ValueError(f"contract: requires={self.requires!r}; expected gemm_fuzz.kernels.Requirements(...)")
         unknown = set(self.requires.contiguous) - {"a", "b", "c"}
         if unknown:
             raise ValueError(f"contract: Requirements(contiguous={self.requires.contiguous!r}) names "

@@ -71,7 +71,7 @@ def _check_language_interpreted() -> None:
         raise BackendError(
             "triton was imported before the interpreter backend was chosen, so its library functions "
             "(tl.zeros, ...) were built for compiled mode; set GEMM_BACKEND=interpreter or TRITON_INTERPRET=1 "
-            "before anything imports triton (the pytest plugin and `import kernels` do this when they come first)"
+            "before anything imports triton (the pytest plugin and `import gemm_fuzz.kernels` do this when they come first)"
         )
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from kernels import mode
-from kernels.registry import Variant
+from gemm_fuzz.kernels import mode
+from gemm_fuzz.kernels.registry import Variant
 
 
 def _dtype_name(dtype: torch.dtype) -> str:

@@ -28,9 +28,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import dtypes, machine, operands, registry
-from kernels.dtypes import ALL_DTYPES
-from kernels.registry import Requirements, register_precisions
+from gemm_fuzz.kernels import dtypes, machine, operands, registry
+from gemm_fuzz.kernels.dtypes import ALL_DTYPES
+from gemm_fuzz.kernels.registry import Requirements, register_precisions
 
 
 @triton.jit
@@ -151,7 +151,7 @@ CPU_CONFIGS = [
 ]
 # 1- and 2-byte inputs on the GPU, the default first; each fits the H100's 227 KB of shared memory
 # for every output dtype and layout, and computed correctly on an H100 (tests/test_persistent.py).
-# At 8192 x 6144 x 4096 (python -m kernels.bench --configs) the default ran at 1.00-1.09x
+# At 8192 x 6144 x 4096 (python -m gemm_fuzz.kernels.bench --configs) the default ran at 1.00-1.09x
 # torch.matmul in fp16 and 1.02-1.03x in bf16 over four runs; the warp-specialized one at 0.93x.
 # Warp specialization with 3 stages ran at 1.07-1.11x in fp16 but 0.99-1.03x in bf16, and its
 # unsplit epilogue needs 279 KB for 4-byte outputs, so it is not listed.

@@ -91,7 +91,7 @@ class Variant:
     def configs_for(self, device_type: str, dtype: torch.dtype | None = None) -> tuple[Config, ...]:
         """The configurations the launcher takes on this device for this input dtype, default first."""
         if dtype is not None:
-            from reference.formats import by_dtype
+            from gemm_fuzz.reference.formats import by_dtype
 
             specific = self.configs.get(f"{device_type}/{by_dtype(dtype).name}")
             if specific:

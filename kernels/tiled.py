@@ -6,9 +6,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import dtypes, operands, registry
-from kernels.dtypes import ALL_DTYPES
-from kernels.registry import Requirements, register_precisions
+from gemm_fuzz.kernels import dtypes, operands, registry
+from gemm_fuzz.kernels.dtypes import ALL_DTYPES
+from gemm_fuzz.kernels.registry import Requirements, register_precisions
 
 
 @triton.jit

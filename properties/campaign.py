@@ -68,8 +68,8 @@ class TargetResult:
 
     @classmethod
     def from_dict(cls, data: dict) -> TargetResult:
-        from properties.judge.failures import GemmFailure
-        from properties.run.examples import Example
+        from gemm_fuzz.properties.judge.failures import GemmFailure
+        from gemm_fuzz.properties.run.examples import Example
 
         failure = GemmFailure.from_dict(data["failure"]) if data["failure"] else None
         return cls(**{**data, "failure": failure, "repro": Path(data["repro"]) if data["repro"] else None,
@@ -95,14 +95,14 @@ def parse_budget(text: str) -> float:
 
 
 def _compile_budget(target) -> int:
-    from properties.model import specialization
+    from gemm_fuzz.properties.model import specialization
 
     return specialization.pool_size(target.variant, target.dtype, rounds=COMPILE_ROUNDS)
 
 
 def compile_plans(target, backend) -> list:
     """What a campaign on `target` launches on a GPU, one case per specialization class of its pool."""
-    from properties.model import strategies
+    from gemm_fuzz.properties.model import strategies
 
     return [(target.variant, case) for case in strategies.pool_cases(
         target.variant, target.dtype, device_type=backend.device.type, max_dim=backend.max_dim,
@@ -116,9 +116,9 @@ def run_target(target, runner, seconds: float, database=None, compile_ahead: boo
     from hypothesis import HealthCheck, Phase, Verbosity, given, settings
     from hypothesis import target as climb
 
-    from properties.model import strategies
-    from properties.run.examples import Example
-    from properties.run.runner import OutOfTime
+    from gemm_fuzz.properties.model import strategies
+    from gemm_fuzz.properties.run.examples import Example
+    from gemm_fuzz.properties.run.runner import OutOfTime
 
     start = time.monotonic()
     prop = runner.property(target.id, deadline=start + seconds)
@@ -159,7 +159,7 @@ def run_target(target, runner, seconds: float, database=None, compile_ahead: boo
 def merged(results: list[TargetResult]) -> list[TargetResult]:
     """One result per target: the searches of a target run side by side in several workers, summed
     (its seconds are the longest search's: they ran at once); its reported failure is the first found."""
-    from properties.report.stats import TargetStats
+    from gemm_fuzz.properties.report.stats import TargetStats
 
     by_target: dict[str, list[TargetResult]] = {}
     for r in results:
@@ -214,7 +214,7 @@ def _on_signal(signum, frame):
 
 
 def main(argv: list[str] | None = None) -> int:
-    from properties.run import children
+    from gemm_fuzz.properties.run import children
 
     children.die_with_parent()  # a fleet's child campaign ends with its parent (properties/run/children.py)
     parser = argparse.ArgumentParser(prog="gemm-fuzz", description=__doc__.split("\n\n")[0])
@@ -228,7 +228,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--isolate", choices=("auto", "on", "off"), default="auto",
                         help="run examples in a worker process (auto: on, except built-in variants in the interpreter)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds one example may take in a worker")
-    parser.add_argument("--report", type=Path, default=None, help="report directory (default reports/<time>)")
+    parser.add_argument("--report", type=Path, default=None,
+                        help="report directory (default reports/campaign-<time>, e.g. "
+                             "reports/campaign-20261125-153000)")
     parser.add_argument("--workers", type=int, default=None,
                         help="child campaigns the targets are split among (default on the cuda backend: one per "
                              "core, at most 16 a GPU; else 1)")
@@ -250,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.until is not None or args.workers == 1:  # one campaign process: its worker starts beside it
         _prestart(args)
-    from properties.run import backends  # chooses the backend before the kernels load
+    from gemm_fuzz.properties.run import backends  # chooses the backend before the kernels load
 
     try:
         backend = backends.activate(args.backend)
@@ -261,9 +263,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         parser.error(f"--database {args.database}: {e}")
 
-    import kernels
-    from properties.run import fleet, targets, user_kernel
-    from properties.run import runner as runner_module
+    from gemm_fuzz import kernels
+    from gemm_fuzz.properties.run import fleet, targets, user_kernel
+    from gemm_fuzz.properties.run import runner as runner_module
 
     try:
         selectors = targets.parse_selectors(args.dtype)
@@ -273,8 +275,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.kernel:
         try:
             user = user_kernel.load(args.kernel, args.kernel_signature)
-        except user_kernel.KernelSpecError as e:
-            parser.error(str(e))
+        except user_kernel.KernelSpecError as e:  # one line, no usage: the option was well formed
+            print(f"gemm-fuzz: error: --kernel {e}", file=sys.stderr)
+            return 2
         ref = user_kernel.loaded(user.name)[1]
         kernel = ref.to_dict()
         chosen = targets.targets([user], selectors)
@@ -336,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
 def _prestart(args) -> None:
     """Start the examples' worker before this process imports torch (properties/run/isolation.py), when
     examples will run in one: a user's kernel, or any kernel on a GPU, unless isolation is off."""
-    from properties.run import isolation, kernel_spec
+    from gemm_fuzz.properties.run import isolation, kernel_spec
 
     if args.isolate == "off" or (not args.kernel and args.backend != "cuda" and args.isolate != "on"):
         return
@@ -352,7 +355,7 @@ def _prestart(args) -> None:
 def _report(results: list[TargetResult], backend, budget: float, elapsed: float, directory: Path, status: int,
             workers: list[dict] | None = None) -> int:
     """summary.md, results.json and the plots; the exit status."""
-    from properties.report import stats, summary
+    from gemm_fuzz.properties.report import stats, summary
 
     text = summary.summary_markdown(results, backend, budget, elapsed, interrupted=bool(status))
     missed = [(r.target_id, stats.unreached(r)) for r in results if stats.unreached(r)]
@@ -393,8 +396,8 @@ def _device(backend) -> str:
 def _run_fleet(argv: list[str], plan, directory: Path, backend, budget: float, chosen, kernel) -> int:
     """The targets split among child campaigns (properties/run/fleet.py), every target's kernels compiled
     ahead once, here, while the children start; one report over all of them."""
-    from properties.run import fleet
-    from properties.run.runner import Runner, RunSettings
+    from gemm_fuzz.properties.run import fleet
+    from gemm_fuzz.properties.run.runner import Runner, RunSettings
 
     print("\n".join(backend.header()))
     print(f"campaign: {sum(len(s.target_ids) for s in plan)} targets over {len(plan)} workers, {budget:.0f} s, "
@@ -437,7 +440,7 @@ def _database(spec: str):
 
 
 def _print(i: int, total: int, target_id: str, r: TargetResult) -> None:
-    from properties.report import stats
+    from gemm_fuzz.properties.report import display, stats
 
     verdict = "FAIL" if r.failure is not None else "ok"
     worst = stats.worst(r)[0]
@@ -445,7 +448,7 @@ def _print(i: int, total: int, target_id: str, r: TargetResult) -> None:
           f"{verdict}", flush=True)
     if r.failure is not None:
         print(f"    {r.failure.kind}: {r.example.case.describe()}")
-        print("    " + r.failure.message.strip().splitlines()[0])
+        print(f"    {display.headline(r.failure)}")  # the reason in a few words, whole
         if r.repro is not None:
             print(f"    repro: python {r.repro}")
 

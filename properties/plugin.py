@@ -71,27 +71,86 @@ def _enabled(config: pytest.Config) -> bool:
     return given or bool(config.getini("gemm_suite"))
 
 
+def visible_gpus(environ=os.environ) -> list[str]:
+    """The GPUs this process may use (CUDA_VISIBLE_DEVICES, else nvidia-smi's list), without CUDA."""
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return [d.strip() for d in visible.split(",") if d.strip()]
+    try:
+        listing = subprocess.run(["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"],
+                                 capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [line.strip() for line in listing.splitlines() if line.strip()]
+
+
 def assign_gpu_for_xdist_worker(environ=os.environ) -> str | None:
     """Under xdist, worker gwN sees only GPU N mod count (CUDA_VISIBLE_DEVICES), set before CUDA
     initialises. Returns the device chosen, or None when not a worker or no GPU is listed."""
     worker = environ.get("PYTEST_XDIST_WORKER", "")
     if not worker.startswith("gw"):
         return None
-    visible = environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:
-        devices = [d.strip() for d in visible.split(",") if d.strip()]
-    else:
-        try:
-            listing = subprocess.run(["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"],
-                                     capture_output=True, text=True, timeout=30).stdout
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        devices = [line.strip() for line in listing.splitlines() if line.strip()]
+    devices = visible_gpus(environ)
     if not devices:
         return None
     chosen = devices[int(worker[2:]) % len(devices)]
     environ["CUDA_VISIBLE_DEVICES"] = chosen
     return chosen
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # xdist's hook: unknown where xdist is not installed
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """`-n auto` for a user's kernel on GPUs: one xdist worker per GPU, and none (this process) with one.
+    A kernel's battery on one GPU is bound by compiling and by starting processes; more xdist workers
+    each start their own example worker, compiling process and CUDA context, which only adds to both
+    (measured on an H100: README's kernel took 13.7 s in one process, 31.3 s with -n 8). Elsewhere
+    (the interpreter, the built-in variants) xdist's own choice, one worker per core, stands."""
+    return _auto_workers(config.option) if _enabled(config) else None
+
+
+def _auto_workers(ns) -> int | None:
+    """What `-n auto` becomes (see pytest_xdist_auto_num_workers); None: xdist's own choice."""
+    if not ns.gemm_kernel or os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    backend = ns.gemm_backend or "auto"
+    if backend == "interpreter" or os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+        return None
+    gpus = visible_gpus()
+    if not gpus:
+        return None
+    return len(gpus) if len(gpus) > 1 else 0
+
+
+# --- the battery is collected by its module names ----------------------------------------------------
+# pytest imports a test file by putting the first folder above it that is not a package on sys.path.
+# For the battery, inside gemm_fuzz (a namespace package), that folder is the one holding kernels/,
+# properties/ and reference/ (site-packages/gemm_fuzz, or this repository in an editable install), which
+# would make those names importable at the top level and hide a user's own `kernels` package. So the
+# battery's folders are plain directories to pytest and its modules are imported as
+# gemm_fuzz.properties.battery.<name>: nothing is added to sys.path.
+PROPERTIES = Path(__file__).parent
+BATTERY = PROPERTIES / "battery"
+
+
+class _BatteryModule(pytest.Module):
+    def _getobj(self):
+        import importlib
+
+        return importlib.import_module(f"{__package__}.battery.{self.path.stem}")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collect_directory(path: Path, parent):
+    if path in (PROPERTIES, BATTERY):  # not a pytest Package, whose __init__ pytest would import by path
+        return pytest.Dir.from_parent(parent, path=path)
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makemodule(module_path: Path, parent):
+    if module_path.parent == BATTERY:
+        return _BatteryModule.from_parent(parent, path=module_path)
+    return None
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -100,17 +159,17 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser, args) -> 
     if not _enabled(early_config):
         return
     if os.environ.get("PYTEST_XDIST_WORKER"):  # a worker of a controller killed by SIGKILL ends too
-        from properties.run import children
+        from gemm_fuzz.properties.run import children
 
         children.die_with_parent(always=True)
     ns = early_config.known_args_namespace
-    if ns.gemm_kernel and not ns.file_or_dir:
-        args.append(str(Path(__file__).parent / "battery"))  # test the user's kernel with the battery
+    if ns.gemm_kernel and str(BATTERY) not in args:
+        args.append(str(BATTERY))  # the user's kernel gets the battery (besides any tests they name)
     requested = ns.gemm_backend or "auto"
     if requested != "interpreter":
         assign_gpu_for_xdist_worker()
     _prestart_workers(ns, requested)
-    from properties.run import backends
+    from gemm_fuzz.properties.run import backends
 
     try:
         backends.activate(requested)
@@ -124,9 +183,13 @@ def _prestart_workers(ns, requested: str) -> None:
     a GPU the one that compiles ahead and the interpreter worker the compiled-against-interpreted test
     uses. Not in an xdist controller (it runs no test) nor under compute-sanitizer (its worker is another
     process)."""
-    from properties.run import isolation, kernel_spec
+    from gemm_fuzz.properties.run import isolation, kernel_spec
 
-    controller = getattr(ns, "numprocesses", None) and not os.environ.get("PYTEST_XDIST_WORKER")
+    workers = getattr(ns, "numprocesses", None)
+    if workers in ("auto", "logical"):  # xdist resolves it later, through pytest_xdist_auto_num_workers
+        found = _auto_workers(ns)
+        workers = workers if found is None else found
+    controller = workers and not os.environ.get("PYTEST_XDIST_WORKER")
     if controller or ns.gemm_sanitize or ns.gemm_racecheck or ns.gemm_isolate == "off" or requested == "interpreter" \
             and not ns.gemm_kernel:
         return
@@ -171,7 +234,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # interpreter: expected, in a user's project as in this one
     for message in ("overflow encountered", "invalid value encountered"):
         config.addinivalue_line("filterwarnings", f"ignore:{message}:RuntimeWarning")
-    from properties.run import backends, hypothesis_profiles, runner, targets, user_kernel
+    from gemm_fuzz.properties.run import backends, hypothesis_profiles, runner, targets, user_kernel
 
     backend = backends.activate(config.getoption("gemm_backend") or "auto")
     profile = config.getoption("hypothesis_profile", None)
@@ -190,7 +253,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"--gemm-dtype: {e}") from None
     globs = config.getoption("gemm_variant")
     if globs:
-        import kernels
+        from gemm_fuzz import kernels
 
         names = [v.name for v in kernels.variants()]
         unmatched = [g for g in globs if not any(fnmatch.fnmatchcase(n, g) for n in names)]
@@ -203,7 +266,7 @@ def pytest_configure(config: pytest.Config) -> None:
         try:
             user = user_kernel.load(spec, config.getoption("gemm_kernel_signature"))
         except user_kernel.KernelSpecError as e:
-            raise pytest.UsageError(str(e)) from None
+            raise pytest.UsageError(f"--gemm-kernel {e}") from None
         ref = user_kernel.loaded(user.name)[1]
         kernel = ref.to_dict()
     sanitize, racecheck = config.getoption("gemm_sanitize"), config.getoption("gemm_racecheck")
@@ -234,9 +297,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _corpus(directory, user, selectors, globs) -> tuple[list, int]:
-    """The repro scripts whose kernel and dtype are under test in this run, and how many others."""
-    from properties.report import repros
-    from properties.run.targets import selector_of
+    """The repro scripts of the kernels under test in this run, each with the reason it is skipped (its
+    dtype is not selected) or None, and how many scripts are of other kernels or unreadable."""
+    from gemm_fuzz.properties.report import repros
+    from gemm_fuzz.properties.run.targets import selector_of
 
     if directory is None:
         return [], 0
@@ -245,7 +309,7 @@ def _corpus(directory, user, selectors, globs) -> tuple[list, int]:
     for r in found:
         example, kernel = r.record["example"], r.record.get("kernel")
         if user is not None:
-            from properties.run import user_kernel
+            from gemm_fuzz.properties.run import user_kernel
 
             ours = user_kernel.loaded(user.name)[1]
             under_test = kernel is not None and (kernel["spec"], kernel.get("signature")) == (ours.spec, ours.signature)
@@ -253,8 +317,11 @@ def _corpus(directory, user, selectors, globs) -> tuple[list, int]:
             names = [example["variant"]] if example["variant"] else []
             under_test = kernel is None and (not globs or all(any(fnmatch.fnmatchcase(n, g) for g in globs)
                                                               for n in names))
-        if under_test and selector_of(example) in selectors:
-            chosen.append(r)
+        if under_test:
+            selector = selector_of(example)
+            chosen.append((r, None if selector in selectors else
+                           f"{r.path.name}: its inputs are {selector}, not among this run's dtypes "
+                           f"({', '.join(selectors)})"))
     return chosen, len(found) - len(chosen) + len(unreadable)
 
 
@@ -272,7 +339,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         lines.append(f"gemm kernel under test: {selection.user.name} ({selection.user.origin})")
     if settings.repros:
         lines.append(f"gemm corpus: {len(selection.corpus)} repro script(s) in {settings.repros} replayed first; "
-                     f"{selection.corpus_left_out} left out (other kernels or dtypes)")
+                     f"{selection.corpus_left_out} left out (other kernels); delete the folder to start afresh")
     return lines
 
 
@@ -293,8 +360,8 @@ class AgreementGroup:
 
 
 def _targets(config: pytest.Config):
-    import kernels
-    from properties.run import targets
+    from gemm_fuzz import kernels
+    from gemm_fuzz.properties.run import targets
 
     s = config.stash[SELECTION]
     chosen = [s.user] if s.user is not None else kernels.variants()
@@ -323,11 +390,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             groups = [AgreementGroup(s) for s in selection.selectors if s != "tf32"]  # fp32 includes tf32
         metafunc.parametrize("agreement_group", [pytest.param(g, id=g.id) for g in groups])
     if "corpus_case" in metafunc.fixturenames:
-        params = [pytest.param(r, id=r.path.stem) for r in selection.corpus]
+        params = [pytest.param(r, id=r.path.stem, marks=[pytest.mark.skip(reason=why)] if why else [])
+                  for r, why in selection.corpus]
         if not params:
             where = config.stash[SETTINGS].repros
-            params = [pytest.param(None, id="empty", marks=pytest.mark.skip(
-                reason=f"no repro script of the kernels and dtypes under test in {where} to replay"))]
+            reason = (f"no repro script of the kernels under test in {where} to replay" if where else
+                      "repro scripts are neither written nor replayed (--gemm-repros '')")
+            params = [pytest.param(None, id="empty", marks=pytest.mark.skip(reason=reason))]
         metafunc.parametrize("corpus_case", params)
 
 
@@ -339,11 +408,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     selection = config.stash[SELECTION]
     backend = selection.backend
-    if selection.user is not None:
-        # a user's kernel: run the battery on it alone; the suite's own tests are not its business
-        kept = [i for i in items if any(f in getattr(i, "fixturenames", ()) for f in _BATTERY)]
-        config.hook.pytest_deselected(items=[i for i in items if i not in kept])
-        items[:] = kept
     for item in items:
         if item.get_closest_marker("gpu") and backend.name != "cuda":
             reason = f"needs a CUDA GPU (compiled kernels); the backend is {backend.name}"
@@ -375,7 +439,7 @@ def backend(request: pytest.FixtureRequest):
 @pytest.fixture(scope="session")
 def gemm_runner(request: pytest.FixtureRequest, backend):
     """The runner of this process: every example runs through it."""
-    from properties.run.runner import Runner
+    from gemm_fuzz.properties.run.runner import Runner
 
     with Runner(request.config.stash[SETTINGS], backend) as runner:
         request.config.stash[_RUNNERS].append(runner)
@@ -389,7 +453,7 @@ def gemm_runner(request: pytest.FixtureRequest, backend):
 
 def _compile_plans(config: pytest.Config, target) -> list:
     """What the battery's tests of `target` launch on a GPU, one case per specialization class."""
-    from properties import battery
+    from gemm_fuzz.properties import battery
 
     user = config.stash[SELECTION].user is not None
     return battery.compile_plans(config.stash[SELECTION].backend, target.variant, target.dtype, user)
@@ -409,16 +473,28 @@ def gemm(request: pytest.FixtureRequest, gemm_runner):
         label = params["corpus_case"].path.stem
     if "target" in params:  # this test's kernels start compiling now, in parallel (already queued: nothing)
         gemm_runner.compile_ahead(_compile_plans(request.config, params["target"]))
-    prop = gemm_runner.property(label)
+    prop = gemm_runner.property(label, record="corpus_case" not in params)  # a replay is no target
     prop.database_key = request.node.nodeid
     return prop
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function):
+    if SELECTION not in pyfuncitem.config.stash:  # inert in other projects
+        return (yield)
+    from gemm_fuzz.properties.run.runner import NothingJudged
+
+    try:
+        return (yield)
+    except NothingJudged as e:  # not the kernel's failure, nor a pass: nothing could be judged here
+        pytest.skip(str(e))
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
     if call.when == "call" and report.failed and call.excinfo is not None and SELECTION in item.config.stash:
-        from properties.report import bugs, display
+        from gemm_fuzz.properties.report import bugs, display
 
         failures = display.failures(call.excinfo.value) or []
         # plain data, so it travels with the report from an xdist worker to the summary
@@ -432,10 +508,15 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     config = _CONFIG[0] if _CONFIG else None
     if config is not None and _FAILURES in config.stash and not hasattr(config, "workerinput"):
         config.stash[_FAILURES] += getattr(report, "gemm_failures", [])
+        if report.when == "call" and report.passed:
+            from gemm_fuzz.properties.battery.test_corpus import PASSED
+
+            config.stash[_REPLAYS_PASSED] += [path for key, path in report.user_properties if key == PASSED]
 
 
 _CONFIG: list = []
 _FAILURES = pytest.StashKey[list]()  # every failing test's failures (bugs.record), in the controller
+_REPLAYS_PASSED = pytest.StashKey[list]()  # the repro scripts that replayed and passed, in the controller
 
 
 @pytest.hookimpl(trylast=True)
@@ -443,6 +524,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     _CONFIG[:] = [session.config]
     session.config.stash[_RUNNERS] = []
     session.config.stash[_FAILURES] = []
+    session.config.stash[_REPLAYS_PASSED] = []
 
 
 def _stats(config: pytest.Config) -> dict:
@@ -472,9 +554,15 @@ def pytest_testnodedown(node, error) -> None:
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
     if SELECTION not in config.stash:
         return
-    from properties.report import bugs, phases
-    from properties.report.stats import TargetStats, never_reached, table
+    from gemm_fuzz.properties.report import bugs, phases
+    from gemm_fuzz.properties.report.stats import TargetStats, never_reached, table
 
+    passed = config.stash.get(_REPLAYS_PASSED, [])
+    if passed:  # fixed, or no longer reached: either way the script has served
+        terminalreporter.section("GEMM replays: past failures that pass now")
+        for path in sorted(passed):
+            terminalreporter.write_line(f"{path} passes now: the failure it recorded no longer reproduces "
+                                        "(delete it once you no longer need it)")
     found = bugs.summary(config.stash.get(_FAILURES, []))
     if found:
         count = len(bugs.group(config.stash[_FAILURES]))

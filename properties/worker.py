@@ -1,7 +1,7 @@
 """The child side of `properties.run.isolation`: runs examples sent by a parent process, one JSON
 line per request on stdin, one tagged JSON line per answer on stdout.
 
-    python -m properties.worker --backend cuda [--kernel '{"spec": "/abs/my.py:matmul", "signature": null}']
+    python -m gemm_fuzz.properties.worker --backend cuda [--kernel '{"spec": "/abs/my.py:matmul", "signature": null}']
 
 A request: {"example": Example.to_dict(), "output": PATH or null}. The answer is "pass" with the
 observation (and, when `output` is given, C's values saved there as a float64 .npy) or "fail" with
@@ -26,29 +26,29 @@ def answer(payload: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from properties.run import children
+    from gemm_fuzz.properties.run import children
 
     children.die_with_parent()  # before anything slow: a parent killed meanwhile takes this process along
-    parser = argparse.ArgumentParser(prog="python -m properties.worker")
+    parser = argparse.ArgumentParser(prog="python -m gemm_fuzz.properties.worker")
     parser.add_argument("--backend", default="auto", choices=("auto", "interpreter", "cuda"))
     parser.add_argument("--kernel", default=None, help="a user kernel to load, as JSON {spec, signature}")
     args = parser.parse_args(argv)
 
-    from properties.run import backends
+    from gemm_fuzz.properties.run import backends
 
     backend = backends.activate(args.backend)
     import numpy as np
 
-    from properties.judge.failures import GemmFailure, SuiteError
-    from properties.model.cases import GemmCase
-    from properties.run import ahead, examples, targets, user_kernel
+    from gemm_fuzz.properties.judge.failures import GemmFailure, SuiteError
+    from gemm_fuzz.properties.model.cases import GemmCase
+    from gemm_fuzz.properties.run import ahead, examples, targets, user_kernel
 
     if args.kernel:
         kernel = json.loads(args.kernel)
         try:
             user_kernel.load(kernel["spec"], kernel.get("signature"))
         except user_kernel.KernelSpecError as e:
-            answer({"status": "error", "message": str(e)})
+            answer({"status": "error", "message": f"cannot load the kernel {e}"})
             return 2
     answer({"status": "ready", "backend": backend.name})
     for line in sys.stdin:

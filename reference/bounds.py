@@ -36,8 +36,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
-from reference.formats import FORMATS, TF32, Format, by_name
-from reference.numpy_ref import Product
+from gemm_fuzz.reference.formats import FORMATS, TF32, Format, by_name
+from gemm_fuzz.reference.numpy_ref import Product
 
 U64 = 2.0**-53
 # float64 evaluation of the bound itself rounds; widen by a few ulps so the bound stays an upper bound
@@ -72,7 +72,8 @@ FP32_ACC = FORMATS["fp32"]
 # Mikaitis, Pranesh 2021, "Numerical behavior of NVIDIA tensor cores"): up to one ulp, 2**-23, a step.
 TENSOR_CORE_ACC_U = 2.0**-23
 # fp8 products accumulated by Hopper tensor cores keep fewer bits than fp32: DeepSeek-V3 (section
-# 3.3.2) reports about 14. Measured on an H100 through Triton 3.6 (python -m properties.evaluation.accumulation_probe):
+# 3.3.2) reports about 14. Measured on an H100 through Triton 3.6
+# (python -m gemm_fuzz.properties.evaluation.accumulation_probe):
 # a tl.dot on a 64 x 64 fp8 tile adds a term 2**-14 below the running sum wrongly and one 2**-13 below
 # exactly (13 bits; max_num_imprecise_acc=0 restores 23), and random terms over 24 binades err by up to
 # 2**-10.7 of sum |a||b| at K = 64. So each fp8 product's addition is taken to err by up to

@@ -15,7 +15,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import Requirements, contract
+from gemm_fuzz.kernels import Requirements, contract
 
 # --- Triton's matmul tutorial (03-matrix-multiplication.py): grouped tile order, a wrapper asserting
 # --- a contiguous A; C in any float dtype instead of the tutorial's fixed fp16

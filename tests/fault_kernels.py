@@ -10,7 +10,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import contract
+from gemm_fuzz.kernels import contract
 
 fp16_and_bf16 = contract(dtypes={torch.float16: (torch.float16,), torch.bfloat16: (torch.bfloat16,)})
 

@@ -4,9 +4,9 @@ variant when a user's kernel is judged by its peers."""
 import numpy as np
 import pytest
 
-from properties.judge import agreement, relations
-from properties.judge.failures import ValueOutOfBound
-from reference.bounds import Allowance
+from gemm_fuzz.properties.judge import agreement, relations
+from gemm_fuzz.properties.judge.failures import ValueOutOfBound
+from gemm_fuzz.reference.bounds import Allowance
 
 
 def _run(c, expected, bound, exact, may_overflow=None):

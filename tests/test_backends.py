@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from kernels.mode import BackendError
-from properties.interpreter import fixes
-from properties.run import backends
+from gemm_fuzz.kernels.mode import BackendError
+from gemm_fuzz.properties.interpreter import fixes
+from gemm_fuzz.properties.run import backends
 
 
 def test_asking_for_the_other_backend_after_loading_is_an_error(backend):
@@ -28,7 +28,7 @@ def test_header_names_backend_device_and_versions(backend):
 
 
 def test_importing_triton_before_choosing_the_interpreter_is_refused():
-    code = "import triton, os; os.environ['GEMM_BACKEND'] = 'interpreter'\nimport kernels"
+    code = "import triton, os; os.environ['GEMM_BACKEND'] = 'interpreter'\nimport gemm_fuzz.kernels"
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={"PATH": "", "GEMM_BACKEND": "interpreter"})
     assert run.returncode != 0
@@ -53,8 +53,8 @@ def test_the_bf16_dot_probe_sees_the_interpreters_own_product_fail(backend):
     """In a process without the fixes, the probe runs the interpreter's raw bf16 tl.dot (which multiplied
     the raw uint16 patterns, triton-lang/triton#11584): the header names the emulation exactly where the
     raw product is wrong."""
-    code = ("import os; os.environ['TRITON_INTERPRET'] = '1'\n"
-            "from properties.interpreter import fixes; print('exact' if fixes.bf16_dot_is_exact() else 'wrong')")
+    code = ("import os; os.environ['TRITON_INTERPRET'] = '1'\nfrom gemm_fuzz.properties.interpreter import fixes\n"
+            "print('exact' if fixes.bf16_dot_is_exact() else 'wrong')")
     raw = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert raw.stdout.strip() in ("exact", "wrong"), raw.stderr[-2000:]
     assert (raw.stdout.strip() == "wrong") == any("#11584" in e for e in backend.emulations)

@@ -11,9 +11,9 @@ import io
 
 import pytest
 
-import kernels
-import kernels.mutants
-from properties.evaluation import baseline
+from gemm_fuzz import kernels
+from gemm_fuzz.kernels import mutants
+from gemm_fuzz.properties.evaluation import baseline
 
 CAUGHT = {"failed assertion"}
 MISSED = {"passed"}
@@ -52,7 +52,7 @@ EXPECTED = {
     "tiled_overflow_to_nan": MISSED,  # nothing overflows
 }
 
-ON_THE_INTERPRETER = [m.name for m in kernels.mutants.mutants() if not m.gpu_only]
+ON_THE_INTERPRETER = [m.name for m in mutants.mutants() if not m.gpu_only]
 
 
 def test_the_table_covers_every_mutant():

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from properties import campaign
+from gemm_fuzz.properties import campaign
 
 ROOT_KERNEL = """
 import triton
@@ -47,7 +47,7 @@ def test_budgets_parse():
 
 
 def _fuzz(tmp_path, *args):
-    return subprocess.run([sys.executable, "-m", "properties.campaign", "--backend", "interpreter",
+    return subprocess.run([sys.executable, "-m", "gemm_fuzz.properties.campaign", "--backend", "interpreter",
                            "--report", str(tmp_path / "report"), *args], capture_output=True, text=True,
                           cwd=tmp_path, timeout=900)
 
@@ -76,6 +76,10 @@ def test_a_failing_kernel_leaves_a_repro_and_a_nonzero_status_within_its_budget(
     assert _elapsed(run) <= 22, run.stdout  # the budget, shrinking included, within 10%
     assert wall <= 22 + 20, f"{wall:.0f} s in all"  # and start-up (torch, triton, the worker) on top
     assert "FAIL" in run.stdout and "repro: python " in run.stdout
+    # each target's lines end where their sentences do: the reason is the headline, whole
+    reasons = [line.strip() for line in run.stdout.splitlines() if line.startswith("    out-of-bounds load of")]
+    assert reasons and all(re.fullmatch(r"out-of-bounds load of \w+ in kernel '\w+' at mine\.py:\d+", r)
+                           for r in reasons), reasons
     scripts = list((tmp_path / "report" / "repros").glob("user_mine_matmul_*-fp16-*.py"))
     # a script per failure the target reported (a loaded machine has left two: each must replay)
     assert scripts and "-fp16: out-of-bounds access" in (tmp_path / "report" / "summary.md").read_text()
@@ -88,7 +92,8 @@ def test_a_failing_kernel_leaves_a_repro_and_a_nonzero_status_within_its_budget(
 @pytest.mark.parametrize("sig, status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_an_interrupted_campaign_reports_what_it_did(tmp_path, sig, status):
     """Ctrl-C or SIGTERM: the report of every finished target is written, then exit 130 or 143."""
-    process = subprocess.Popen([sys.executable, "-m", "properties.campaign", "--backend", "interpreter", "--report",
+    process = subprocess.Popen([sys.executable, "-m", "gemm_fuzz.properties.campaign", "--backend", "interpreter",
+                                "--report",
                                 str(tmp_path / "report"), "--budget", "36s", "--variant", "tiled", "--dtype", "fp16",
                                 "--dtype", "bf16", "--dtype", "int8"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True, cwd=tmp_path)
@@ -112,12 +117,27 @@ def test_bad_arguments_are_refused(tmp_path):
         assert run.returncode == 2 and message in run.stderr, (args, run.stderr)
 
 
+def test_gemm_fuzz_speaks_of_its_own_options(tmp_path):
+    """Its errors name --kernel (not pytest's --gemm-kernel), a kernel it cannot load is refused in one line,
+    and --help gives the report folder it writes."""
+    (tmp_path / "mine.py").write_text(ROOT_KERNEL)
+    jit = "_k is a @triton.jit kernel; pass the Python function that launches it, called as FUNC(a, b, c)"
+    for spec, message in (("nowhere.py:f", "no file"), ("mine.py:_k", jit)):
+        run = _fuzz(tmp_path, "--kernel", spec)
+        assert run.returncode == 2 and run.stderr.strip().count("\n") == 0, run.stderr
+        assert run.stderr.startswith(f"gemm-fuzz: error: --kernel '{spec}': ") and message in run.stderr
+        assert "--gemm-kernel" not in run.stderr
+    usage = subprocess.run([sys.executable, "-m", "gemm_fuzz.properties.campaign", "--help"], capture_output=True,
+                           text=True, timeout=300).stdout
+    assert "reports/campaign-<time>" in " ".join(usage.split())
+
+
 def test_a_spent_share_stops_a_target_after_one_example(backend):
     """A target whose share of the budget is already spent still runs one example, then stops at
     once instead of finishing its Hypothesis round: the campaign keeps to its budget."""
-    import kernels
-    from properties.run.runner import Runner, RunSettings
-    from properties.run.targets import Target
+    from gemm_fuzz import kernels
+    from gemm_fuzz.properties.run.runner import Runner, RunSettings
+    from gemm_fuzz.properties.run.targets import Target
 
     with Runner(RunSettings(backend=backend.name), backend) as runner:
         result = campaign.run_target(Target(kernels.get("tiled"), "fp16"), runner, 0.0)

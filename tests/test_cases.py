@@ -7,9 +7,18 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from properties.model import profiles
-from properties.model.cases import COL, GUARD, GemmCase, Layout, bits_of, input_values, materialize, unwritten_bits
-from reference.formats import by_name
+from gemm_fuzz.properties.model import profiles
+from gemm_fuzz.properties.model.cases import (
+    COL,
+    GUARD,
+    GemmCase,
+    Layout,
+    bits_of,
+    input_values,
+    materialize,
+    unwritten_bits,
+)
+from gemm_fuzz.reference.formats import by_name
 
 layouts = st.builds(Layout, order=st.sampled_from(["row", "col"]), pad=st.integers(0, 3), step=st.integers(1, 2),
                     offset=st.integers(0, 3), broadcast=st.sampled_from(["", "rows", "cols"]))

@@ -9,13 +9,13 @@ import torch
 import triton
 from fault_kernels import _matmul as _kernel  # a plain tiled kernel, right on every dtype
 
-import kernels
-from kernels.dtypes import ALL_DTYPES
-from kernels.registry import Variant
-from properties.judge import oracles
-from properties.model.cases import GemmCase, materialize
-from properties.run import ahead, examples
-from properties.run.runner import Runner, RunSettings
+from gemm_fuzz import kernels
+from gemm_fuzz.kernels.dtypes import ALL_DTYPES
+from gemm_fuzz.kernels.registry import Variant
+from gemm_fuzz.properties.judge import oracles
+from gemm_fuzz.properties.model.cases import GemmCase, materialize
+from gemm_fuzz.properties.run import ahead, examples
+from gemm_fuzz.properties.run.runner import Runner, RunSettings
 
 CASES = [GemmCase(m, 24, 40, "fp16", "fp16", profile="small_ints", seed=m) for m in (1, 17, 32)]  # M: 1, other, 16
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from kernels import mutants
-from properties.evaluation import mutation
+from gemm_fuzz.kernels import mutants
+from gemm_fuzz.properties.evaluation import mutation
 
 ROOT = Path(__file__).resolve().parent.parent
 

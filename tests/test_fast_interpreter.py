@@ -1,7 +1,7 @@
 """The interpreter fast path (properties/interpreter/fast.py) changes no verdict: the same examples
 give the same C, bit for bit, and the same failures, with the same messages, with it on and off; its
 start-up probe fails on a fast path that computes something else; the header names it, and
-GEMM_INTERPRETER_FAST=0 turns it off. The long version: `python -m properties.evaluation.verdict_identity`."""
+GEMM_INTERPRETER_FAST=0 turns it off. The long version: `python -m gemm_fuzz.properties.evaluation.verdict_identity`."""
 
 import os
 import subprocess
@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from properties.evaluation import verdict_identity
-from properties.interpreter import fast
-from properties.model.cases import Layout
+from gemm_fuzz.properties.evaluation import verdict_identity
+from gemm_fuzz.properties.interpreter import fast
+from gemm_fuzz.properties.model.cases import Layout
 
 pytestmark = pytest.mark.interpreter
 
@@ -23,8 +23,8 @@ def test_every_target_and_mutant_case_gives_the_same_verdict_either_way(backend)
     """Three drawn cases for every variant and dtype (the first is the simplest, 1x1x1 ones; the others
     vary shapes, layouts, value profiles, specials, program orders and configurations) and every
     mutant's cases, each judged with the fast path on and off."""
-    import kernels
-    from properties.run import targets
+    from gemm_fuzz import kernels
+    from gemm_fuzz.properties.run import targets
 
     chosen = verdict_identity.examples(PER_TARGET, backend)  # every variant and dtype, and every mutant's cases
     assert len(chosen) > 100
@@ -65,7 +65,7 @@ def test_header_names_the_fast_path(backend):
 
 
 def test_environment_turns_it_off():
-    code = ("from properties.run import backends\nfrom properties.interpreter import fast\n"
+    code = ("from gemm_fuzz.properties.run import backends\nfrom gemm_fuzz.properties.interpreter import fast\n"
             "b = backends.activate('interpreter')\nprint(fast.installed(), [l for l in b.header() if 'fast' in l])")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**os.environ, "GEMM_INTERPRETER_FAST": "0", "GEMM_BACKEND": "interpreter"})

@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from properties.judge.failures import Crashed, GemmFailure, OutOfBoundsAccess, SuiteError, TimedOut
-from properties.model.cases import GemmCase
-from properties.run import isolation, user_kernel
-from properties.run.examples import Example
-from properties.run.runner import Runner, RunSettings
+from gemm_fuzz.properties.judge.failures import Crashed, GemmFailure, OutOfBoundsAccess, SuiteError, TimedOut
+from gemm_fuzz.properties.model.cases import GemmCase
+from gemm_fuzz.properties.run import isolation, user_kernel
+from gemm_fuzz.properties.run.examples import Example
+from gemm_fuzz.properties.run.runner import Runner, RunSettings
 
 FAULTS = Path(__file__).parent / "fault_kernels.py"
 CASE = GemmCase(4, 4, 4, "fp16", "fp16")
@@ -56,11 +56,11 @@ def test_a_worker_that_cannot_start_says_why_once_and_is_not_started_again(backe
     variant = user_kernel.load(f"{gone}:matmul")
     w = isolation.Worker(backend.name, kernel={"spec": user_kernel.loaded(variant.name)[1].spec, "signature": None})
     gone.unlink()
-    with pytest.raises(RuntimeError, match="worker could not start: --gemm-kernel .*no file"):
+    with pytest.raises(RuntimeError, match="worker could not start: cannot load the kernel .*no file"):
         w.run(_example(variant.name), timeout=300)
     started = []
     monkeypatch.setattr(isolation.subprocess, "Popen", lambda *a, **k: started.append(a))
-    with pytest.raises(RuntimeError, match="worker could not start: --gemm-kernel .*no file"):
+    with pytest.raises(RuntimeError, match="worker could not start: cannot load the kernel .*no file"):
         w.run(_example(variant.name), timeout=300)
     assert not started
 

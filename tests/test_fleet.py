@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from test_campaign import ROOT_KERNEL  # a right kernel, as a user's file
 
-from properties.run import fleet
+from gemm_fuzz.properties.run import fleet
 
 # Right while M fits one row of tiles; with M > 16 the grid floors M / 16 and the last ragged row of
 # tiles is never written. The first example Hypothesis runs (1x1x1) passes, random ones soon fail.
@@ -39,7 +39,7 @@ def test_targets_are_dealt_round_robin_and_gpus_assigned_in_turn(monkeypatch):
 
 
 def _fuzz(cwd, *args, timeout=600):
-    return subprocess.run([sys.executable, "-m", "properties.campaign", "--backend", "interpreter", *args],
+    return subprocess.run([sys.executable, "-m", "gemm_fuzz.properties.campaign", "--backend", "interpreter", *args],
                           capture_output=True, text=True, cwd=cwd, timeout=timeout)
 
 
@@ -123,8 +123,8 @@ def test_an_unreachable_redis_database_is_a_usage_error(tmp_path):
 
 
 def test_a_target_searched_by_several_workers_is_reported_once():
-    from properties.campaign import TargetResult, merged
-    from properties.judge.failures import NotWritten
+    from gemm_fuzz.properties.campaign import TargetResult, merged
+    from gemm_fuzz.properties.judge.failures import NotWritten
 
     first = TargetResult("tiled-fp16", "tiled", "fp16", examples=10, exact=4, seconds=30.0, worst_ratio=0.5,
                          worst_case="2x2x2", ratios=[0.5], phases={"launch": 1.0, "compiles": 2})

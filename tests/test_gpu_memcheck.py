@@ -8,14 +8,14 @@ import sys
 
 import pytest
 
-import kernels
-from kernels import mutants
-from properties.judge.failures import MemcheckError
-from properties.model import strategies
-from properties.model.cases import GemmCase
-from properties.report import repros
-from properties.run import isolation, runner
-from properties.run.examples import Example
+from gemm_fuzz import kernels
+from gemm_fuzz.kernels import mutants
+from gemm_fuzz.properties.judge.failures import MemcheckError
+from gemm_fuzz.properties.model import strategies
+from gemm_fuzz.properties.model.cases import GemmCase
+from gemm_fuzz.properties.report import repros
+from gemm_fuzz.properties.run import isolation, runner
+from gemm_fuzz.properties.run.examples import Example
 
 pytestmark = pytest.mark.gpu
 

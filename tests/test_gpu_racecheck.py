@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-import kernels
-from properties.judge.failures import RacecheckError
-from properties.model import strategies
-from properties.model.cases import GemmCase
-from properties.run import isolation, runner, user_kernel
-from properties.run.examples import Example
+from gemm_fuzz import kernels
+from gemm_fuzz.properties.judge.failures import RacecheckError
+from gemm_fuzz.properties.model import strategies
+from gemm_fuzz.properties.model.cases import GemmCase
+from gemm_fuzz.properties.run import isolation, runner, user_kernel
+from gemm_fuzz.properties.run.examples import Example
 
 pytestmark = pytest.mark.gpu
 

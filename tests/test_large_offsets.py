@@ -5,8 +5,8 @@ such operands with a clear error; this checks whichever it declares."""
 import pytest
 import torch
 
-import kernels
-from reference import bounds, numpy_ref
+from gemm_fuzz import kernels
+from gemm_fuzz.reference import bounds, numpy_ref
 
 pytestmark = [pytest.mark.large, pytest.mark.gpu]
 

@@ -6,11 +6,11 @@ import re
 import pytest
 import torch
 
-import kernels
-from properties.model import strategies
-from properties.model.cases import raw
-from properties.run import runner
-from reference.formats import name_of
+from gemm_fuzz import kernels
+from gemm_fuzz.properties.model import strategies
+from gemm_fuzz.properties.model.cases import raw
+from gemm_fuzz.properties.run import runner
+from gemm_fuzz.reference.formats import name_of
 
 VARIANTS = [pytest.param(v, id=v.name) for v in kernels.variants()]
 

@@ -5,20 +5,20 @@ local minimum the registry documents). The registered
 cases are checked too: the smallest fails, and the kernel is right where the bug claims not to reach.
 
 Each search's measurements (examples and seconds to the first failure, seconds with shrinking, the
-shrunk case) are attached to the test report as properties; `python -m properties.evaluation.mutation` prints
+shrunk case) are attached to the test report as properties; `python -m gemm_fuzz.properties.evaluation.mutation` prints
 them all as a table."""
 
 import pytest
 import torch
 from hypothesis import settings
 
-import kernels
-import kernels.mutants
-from properties.evaluation import mutation
-from properties.judge import failures
-from properties.model.cases import raw
+from gemm_fuzz import kernels
+from gemm_fuzz.kernels import mutants
+from gemm_fuzz.properties.evaluation import mutation
+from gemm_fuzz.properties.judge import failures
+from gemm_fuzz.properties.model.cases import raw
 
-MUTANTS = kernels.mutants.mutants()
+MUTANTS = mutants.mutants()
 ON_THE_INTERPRETER = [pytest.param(m, id=m.name) for m in MUTANTS if not m.gpu_only]
 GPU_ONLY = [pytest.param(m, id=m.name) for m in MUTANTS if m.gpu_only]
 EVERY = [pytest.param(m, id=m.name) for m in MUTANTS]
@@ -61,7 +61,7 @@ def test_arithmetic_mutant_caught_on_the_gpu_too(name, backend, record_property)
     shrunk case may differ from the interpreter's, as the blocks do). Up to 200 examples: with the
     GPU's larger shapes the derandomized search reaches the `specials` profile later (the NaN
     mutant: at example 122 on an H100)."""
-    mutant = kernels.mutants.get(name)
+    mutant = mutants.get(name)
     found = mutation.hunt(mutant, backend, settings(mutation.ci_settings(), max_examples=200))
     record_property("shrunk", found.shrunk.describe() if found.shrunk else None)
     assert found.caught, f"{name} ({mutant.bug}) was not caught on the GPU in {found.examples} examples"
@@ -121,7 +121,7 @@ def test_a_mutant_is_its_parent_plus_marked_edits():
     """The generated source is the parent's with each edit applied once, its lines marked."""
     import inspect
 
-    mutant = kernels.mutants.get("tiled_k_mask_off_by_one")
+    mutant = mutants.get("tiled_k_mask_off_by_one")
     planted = inspect.getsource(inspect.getmodule(mutant.variant.launch))
     parent = inspect.getsource(inspect.getmodule(kernels.get("tiled").launch))
     assert planted.count("# planted: tiled_k_mask_off_by_one") == 2
@@ -130,10 +130,10 @@ def test_a_mutant_is_its_parent_plus_marked_edits():
 
 
 def test_an_edit_that_no_longer_matches_its_parent_fails_loudly():
-    with pytest.raises(kernels.mutants.PlantingError, match="expects 'no such text' exactly once .* found 0 time"):
-        kernels.mutants.edited("source", [kernels.mutants.Edit("no such text", "x")], "broken")
-    with pytest.raises(kernels.mutants.PlantingError, match="found 2 time"):
-        kernels.mutants.edited("a a", [kernels.mutants.Edit("a", "b")], "ambiguous")
+    with pytest.raises(mutants.PlantingError, match="expects 'no such text' exactly once .* found 0 time"):
+        mutants.edited("source", [mutants.Edit("no such text", "x")], "broken")
+    with pytest.raises(mutants.PlantingError, match="found 2 time"):
+        mutants.edited("a a", [mutants.Edit("a", "b")], "ambiguous")
 
 
 def test_mutants_are_not_variants():

@@ -12,11 +12,11 @@ import textwrap
 import pytest
 from triton.runtime.errors import OutOfResources
 
-import kernels
-from properties.judge.failures import LauncherRefused
-from properties.model import runnable, strategies
-from properties.run.examples import Example
-from properties.run.runner import Runner, RunSettings
+from gemm_fuzz import kernels
+from gemm_fuzz.properties.judge.failures import LauncherRefused
+from gemm_fuzz.properties.model import runnable, strategies
+from gemm_fuzz.properties.run.examples import Example
+from gemm_fuzz.properties.run.runner import Runner, RunSettings
 
 SHARED = OutOfResources(327680, 232448, "shared memory")  # what the H100 says of tutorial 03's 256 x 64 x 128
 
@@ -87,7 +87,7 @@ AUTOTUNED = textwrap.dedent("""
     import triton.language as tl
     from triton.runtime.errors import OutOfResources
 
-    from kernels import contract
+    from gemm_fuzz.kernels import contract
 
 
     def too_big(nargs):  # what a launch of this configuration raises on a GPU with 227 KB of shared memory

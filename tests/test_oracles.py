@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from properties.judge import compare, failures, oracles
-from properties.model.cases import GemmCase, Layout, bits_of, materialize, unwritten_bits
-from reference import bounds, numpy_ref
-from reference.formats import by_name
+from gemm_fuzz.properties.judge import compare, failures, oracles
+from gemm_fuzz.properties.model.cases import GemmCase, Layout, bits_of, materialize, unwritten_bits
+from gemm_fuzz.reference import bounds, numpy_ref
+from gemm_fuzz.reference.formats import by_name
 
 
 def _case(**kw):

@@ -7,11 +7,11 @@ import dataclasses
 import pytest
 import torch
 
-import kernels
-from kernels import persistent
-from properties.model.cases import GemmCase, Layout
-from properties.run import runner
-from reference.formats import by_name, name_of
+from gemm_fuzz import kernels
+from gemm_fuzz.kernels import persistent
+from gemm_fuzz.properties.model.cases import GemmCase, Layout
+from gemm_fuzz.properties.run import runner
+from gemm_fuzz.reference.formats import by_name, name_of
 
 
 def _aligned(order: str, rows: int, cols: int) -> Layout:

@@ -4,18 +4,19 @@ wrong kernel (with its repro script), the LeetGPU signature, and bad input refus
 import subprocess
 import sys
 import textwrap
+import types
 
 import pytest
 
-from kernels.mutants import Edit, edited
-from properties import plugin
-from properties.run import user_kernel
+from gemm_fuzz.kernels.mutants import Edit, edited
+from gemm_fuzz.properties import plugin
+from gemm_fuzz.properties.run import user_kernel
 
 RIGHT = textwrap.dedent("""
     import triton
     import triton.language as tl
 
-    from kernels import contract
+    from gemm_fuzz.kernels import contract
 
     @triton.jit
     def _kernel(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn, BM: tl.constexpr, BN: tl.constexpr,
@@ -100,6 +101,23 @@ def test_a_kernel_computing_fp32_in_tf32_disagrees_and_nothing_crashes(pytester)
     assert "crashed" not in out and "internal error" not in out and "IndexError" not in out
 
 
+def test_a_launch_with_missing_arguments_fails_once_at_the_users_line(pytester):
+    """The launch forgets C's strides: Triton's argument binding raises TypeError deep in the standard
+    library (inspect.py); the failure is placed at the user's launch, one bug, never an interpreter
+    limitation."""
+    wrong = edited(RIGHT, (Edit("*c.stride(), BM=16, BN=16, BK=16)", "BM=16, BN=16, BK=16)"),), "no_c_strides")
+    pytester.makepyfile(my_kernel=wrong)
+    result = pytester.runpytest_subprocess("--gemm-kernel", "my_kernel.py:matmul", *FAST, timeout=900)
+    out = " ".join(result.stdout.str().split())
+    # the launch statement's first line, as Python names a call spanning several
+    launch = "_kernel[(triton.cdiv(M, 16), triton.cdiv(N"
+    written = (pytester.path / "my_kernel.py").read_text().splitlines()
+    line = next(i for i, text in enumerate(written, 1) if launch in text)
+    missing = "TypeError: _kernel() missing 2 required positional arguments: 'scm' and 'scn'"
+    assert f"{missing} at my_kernel.py:{line}" in out
+    assert "GEMM failures: 1 distinct bug" in out and "interpreter limitation" not in out and "inspect.py" not in out
+
+
 def test_a_leetgpu_solve_function_is_tested_too(pytester):
     pytester.makepyfile(my_kernel=RIGHT)
     result = pytester.runpytest_subprocess("--gemm-kernel", "my_kernel.py:solve", "--gemm-kernel-signature",
@@ -118,6 +136,9 @@ RAISES_AT_IMPORT = "import triton\nLIMIT = 1 / 0\n\ndef matmul(a, b, c):\n    pa
     (["--gemm-kernel", "raising.py:matmul"], "*importing */raising.py:2 raised ZeroDivisionError: division by zero"),
     (["--hypothesis-profile", "nosuch"], "*--hypothesis-profile nosuch: no such profile; the suite's are dev, ci*"),
     (["--gemm-kernel", "my_kernel.py:nope"], "*has no 'nope'; it defines *matmul*solve*"),
+    (["--gemm-kernel", "my_kernel.py:_kernel"], "--gemm-kernel 'my_kernel.py:_kernel': _kernel is a @triton.jit "
+                                                "kernel; pass the Python function that launches it, called as "
+                                                "FUNC(a, b, c) (in my_kernel.py: matmul, solve)"),
     (["--gemm-kernel", "my_kernel.py"], "*expected PATH.py:FUNC or module:FUNC"),
     (["--gemm-kernel", "my_kernel.py:solve"], "*solve(a, b, c, M, N, K) cannot be called as FUNC(a, b, c) (the plain*"),
     (["--gemm-dtype", "fp64"], "*--gemm-dtype: unknown dtype 'fp64'; expected one of fp16, bf16, fp32, tf32*"),
@@ -175,8 +196,9 @@ def test_two_kernels_of_one_name_never_share_a_repro_and_the_corpus_replays_only
 def test_attributes_the_contract_replaced_are_refused_with_the_contract_to_write(tmp_path):
     path = tmp_path / "old_style.py"
     path.write_text("def matmul(a, b, c):\n    pass\n\nmatmul.block_shape = (32, 32, 16)\n")
-    with pytest.raises(user_kernel.KernelSpecError, match=r"matmul.block_shape is no longer read; declare it in "
-                                                          r"the contract: @kernels.contract\(blocks=\(BM, BN, BK\)\)"):
+    with pytest.raises(user_kernel.KernelSpecError,
+                       match=r"matmul.block_shape is no longer read; declare it in the contract: "
+                             r"@gemm_fuzz.kernels.contract\(blocks=\(BM, BN, BK\)\)"):
         user_kernel.load(f"{path}:matmul")
 
 
@@ -201,3 +223,19 @@ def test_each_xdist_worker_gets_its_own_gpu(worker, visible, expected):
     assert plugin.assign_gpu_for_xdist_worker(environ) == expected
     if expected is not None:
         assert environ["CUDA_VISIBLE_DEVICES"] == expected
+
+
+@pytest.mark.parametrize("kernel, backend, gpus, expected", [
+    ("k.py:matmul", "cuda", ["0"], 0),  # one GPU: the battery runs in this process
+    ("k.py:matmul", "auto", ["0", "1", "2", "3"], 4),  # one xdist worker per GPU
+    ("k.py:matmul", "interpreter", ["0"], None),  # xdist's own choice: a worker per core
+    ("k.py:matmul", "auto", [], None),  # no GPU: the interpreter
+    (None, "cuda", ["0"], None),  # the built-in variants: xdist's choice
+])
+def test_n_auto_gives_a_users_kernel_one_process_per_gpu(kernel, backend, gpus, expected, monkeypatch):
+    monkeypatch.setattr(plugin, "visible_gpus", lambda: gpus)
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.delenv("PYTEST_XDIST_AUTO_NUM_WORKERS", raising=False)
+    option = types.SimpleNamespace(gemm_kernel=kernel, gemm_backend=backend, gemm_dtype=None, gemm_variant=None)
+    config = types.SimpleNamespace(option=option, known_args_namespace=option, getini=lambda name: True)
+    assert plugin.pytest_xdist_auto_num_workers(config) == expected

@@ -1,11 +1,11 @@
 """The suite's power per draw on the wrong-kernel classes its oracle was once blind to: each is exposed
 by at least a quarter of single draws on its first dtype, so the CI profile's 25 examples miss it with
-probability below 0.1%. docs/power.md has every dtype (`python -m properties.evaluation.power`)."""
+probability below 0.1%. docs/power.md has every dtype (`python -m gemm_fuzz.properties.evaluation.power`)."""
 
 import pytest
 
-from kernels import mutants
-from properties.evaluation import power
+from gemm_fuzz.kernels import mutants
+from gemm_fuzz.properties.evaluation import power
 
 DRAWS = 30  # derandomized: the same draws every run
 CLASSES = ["tiled_output_toward_zero", "tiled_bf16_accumulator", "tiled_13_bit_accumulator",

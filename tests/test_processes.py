@@ -87,7 +87,7 @@ def _pytest(n: int) -> list[str]:
 
 
 def _campaign(report: Path) -> list[str]:
-    return [sys.executable, "-m", "properties.campaign", "--kernel", f"{FAULTS}:loop_forever", "--backend",
+    return [sys.executable, "-m", "gemm_fuzz.properties.campaign", "--kernel", f"{FAULTS}:loop_forever", "--backend",
             "interpreter", "--dtype", "fp16", "--dtype", "bf16", "--workers", "2", "--budget", "10m",
             "--timeout", "600", "--report", str(report)]
 

@@ -14,14 +14,14 @@ import torch
 import triton
 import triton.language as tl
 
-import kernels
-from properties.evaluation import mutation
-from properties.interpreter import races, sanitizer, schedule
-from properties.judge import oracles
-from properties.judge.failures import GemmFailure
-from properties.model.cases import COL, GemmCase, Layout, materialize
-from properties.run import runner, user_kernel
-from properties.run.examples import Example
+from gemm_fuzz import kernels
+from gemm_fuzz.properties.evaluation import mutation
+from gemm_fuzz.properties.interpreter import races, sanitizer, schedule
+from gemm_fuzz.properties.judge import oracles
+from gemm_fuzz.properties.judge.failures import GemmFailure
+from gemm_fuzz.properties.model.cases import COL, GemmCase, Layout, materialize
+from gemm_fuzz.properties.run import runner, user_kernel
+from gemm_fuzz.properties.run.examples import Example
 
 pytestmark = pytest.mark.interpreter
 

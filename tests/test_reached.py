@@ -3,12 +3,12 @@ blocks, what a target's strategies can reach, and the summary line of what no ex
 
 import torch
 
-import kernels
-from properties.model.cases import COL, GemmCase, Layout
-from properties.report import reached
-from properties.report.stats import TargetStats, never_reached
-from properties.run.examples import Example
-from properties.run.runner import Runner, RunSettings
+from gemm_fuzz import kernels
+from gemm_fuzz.properties.model.cases import COL, GemmCase, Layout
+from gemm_fuzz.properties.report import reached
+from gemm_fuzz.properties.report.stats import TargetStats, never_reached
+from gemm_fuzz.properties.run.examples import Example
+from gemm_fuzz.properties.run.runner import Runner, RunSettings
 
 
 def test_a_case_reaches_tiles_edges_classes_layouts_and_its_config(backend):

@@ -7,9 +7,9 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from properties.model.cases import GemmCase, materialize
-from reference import bounds, numpy_ref, torch_ref
-from reference.formats import by_name
+from gemm_fuzz.properties.model.cases import GemmCase, materialize
+from gemm_fuzz.reference import bounds, numpy_ref, torch_ref
+from gemm_fuzz.reference.formats import by_name
 
 DTYPES = ["fp16", "bf16", "fp32"]
 
@@ -90,7 +90,7 @@ def test_bound_holds_for_fp32_sequential_accumulation(m, n, k, seed):
 def test_bound_has_teeth_tf32_arithmetic_breaks_the_ieee_bound():
     ops = materialize(GemmCase(M=16, N=16, K=64, dtype="fp32", out_dtype="fp32", profile="normal", seed=1))
     a, b = numpy_ref.to_float64(ops.a.view), numpy_ref.to_float64(ops.b.view)
-    from properties.interpreter.fixes import round_to_tf32
+    from gemm_fuzz.properties.interpreter.fixes import round_to_tf32
 
     a32, b32 = round_to_tf32(a.astype(np.float32)), round_to_tf32(b.astype(np.float32))
     tf32 = a32.astype(np.float64) @ b32.astype(np.float64)
@@ -143,9 +143,9 @@ def test_exactness_is_claimed_only_where_fp32_accumulation_is_exact():
 
 
 def test_the_torch_ratio_compares_a_result_with_torch_matmuls_error(backend):
-    import kernels
-    from properties.judge import oracles
-    from properties.run import runner
+    from gemm_fuzz import kernels
+    from gemm_fuzz.properties.judge import oracles
+    from gemm_fuzz.properties.run import runner
 
     case = GemmCase(M=9, N=11, K=70, dtype="fp16", out_dtype="fp16", profile="normal", seed=5)
     ops = materialize(case, backend.device)

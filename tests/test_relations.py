@@ -5,13 +5,13 @@ import itertools
 
 import pytest
 
-from kernels import operands
-from kernels.dtypes import ALL_DTYPES
-from kernels.registry import Requirements, Variant
-from properties.judge import oracles, relations
-from properties.judge.failures import NotBitExact, ValueOutOfBound
-from properties.model.cases import COL, GemmCase, Layout, materialize
-from properties.run import examples
+from gemm_fuzz.kernels import operands
+from gemm_fuzz.kernels.dtypes import ALL_DTYPES
+from gemm_fuzz.kernels.registry import Requirements, Variant
+from gemm_fuzz.properties.judge import oracles, relations
+from gemm_fuzz.properties.judge.failures import NotBitExact, ValueOutOfBound
+from gemm_fuzz.properties.model.cases import COL, GemmCase, Layout, materialize
+from gemm_fuzz.properties.run import examples
 
 
 def _fake(name: str, compute, deterministic: bool = True, requirements: Requirements | None = None) -> Variant:

@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
-from properties.campaign import TargetResult
-from properties.judge import failures
-from properties.model.cases import GemmCase
-from properties.report import bugs, display, stats, summary
-from properties.run import runner
+from gemm_fuzz.properties.campaign import TargetResult
+from gemm_fuzz.properties.judge import failures
+from gemm_fuzz.properties.model.cases import ROW, GemmCase, Layout
+from gemm_fuzz.properties.report import bugs, display, stats, summary
+from gemm_fuzz.properties.run import runner
 
 
 def _failure_of(mutant: str, **case) -> failures.GemmFailure:
-    from kernels import mutants
+    from gemm_fuzz.kernels import mutants
 
     with pytest.raises(failures.GemmFailure) as caught:
         runner.check(mutants.variant(mutant), GemmCase(**case))
@@ -75,24 +75,34 @@ def test_one_bug_in_many_tests_and_dtypes_is_summarised_once():
     assert lines[1] == f"    in {', '.join(TESTS)}; dtypes bf16, fp16, fp32"
 
 
-def test_distinct_bugs_stay_apart():
-    def wrong(dtype, profile, kind=failures.NotBitExact):
+def test_distinct_bugs_stay_apart_and_one_bug_is_one_entry_with_its_cases():
+    def wrong(dtype, profile, kind=failures.NotBitExact, c=ROW):
         return _record("test_matches_float64_reference", dtype, kind("C[0, 0] = 16 where ..."),
-                       GemmCase(1, 1, 17, dtype, dtype, profile=profile))
+                       GemmCase(1, 1, 17, dtype, dtype, profile=profile, c=c))
+
+    def refused(layout: str):  # one failing assert, its hint naming each case's layout
+        return _record("t", "fp16", failures.LauncherRefused(
+            f"the launcher raised AssertionError: A must be contiguous at k.py:9 on A {layout}; if that is ...",
+            error="AssertionError", detail="A must be contiguous", line="k.py:9"))
 
     records = [_record("t", "fp16", _oob("k.py:11")), _record("t", "fp16", _oob("k.py:12")),
-               wrong("fp16", "ones"), wrong("bf16", "ones", failures.ValueOutOfBound), wrong("fp16", "uniform")]
+               wrong("fp16", "ones"), wrong("bf16", "ones", failures.ValueOutOfBound), wrong("fp16", "uniform"),
+               wrong("fp16", "ones", c=Layout(step=2)), refused("column-major"), refused("with inner stride 2"),
+               refused("broadcast"), _record("t", "fp16", failures.NotWritten("C[0, 1] still holds ..."))]
     found = bugs.group(records)
-    assert [b.site for b in found] == ["the load of a at k.py:11", "the load of a at k.py:12",
-                                       "1x1x17 A:row B:row C:row ones", "1x1x17 A:row B:row C:row uniform"]
+    assert [b.site for b in found] == ["the load of a at k.py:11", "the load of a at k.py:12", "a wrong value",
+                                       "the launcher raising AssertionError: A must be contiguous at k.py:9",
+                                       "an element never written"]
     assert found[2].kinds == ["not bit-exact", "value out of bound"] and found[2].dtypes == ["bf16", "fp16"]
+    assert len(found[2].cases) == 4 and "case: 1x1x17 fp16->fp16 A:row B:row C:row/step2 ones seed=0" in \
+        "\n".join(found[2].lines())
 
 
 WRONG_KERNEL = textwrap.dedent("""
     import triton
     import triton.language as tl
 
-    from kernels import contract
+    from gemm_fuzz.kernels import contract
 
     @triton.jit
     def _kernel(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn, B: tl.constexpr):

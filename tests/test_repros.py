@@ -8,13 +8,13 @@ import textwrap
 
 import pytest
 
-from kernels import mutants
-from properties.judge.failures import GemmFailure, TimedOut
-from properties.model.cases import GemmCase
-from properties.report import repros
-from properties.run import user_kernel
-from properties.run.examples import Example
-from properties.run.runner import Runner, RunSettings
+from gemm_fuzz.kernels import mutants
+from gemm_fuzz.properties.judge.failures import GemmFailure, TimedOut
+from gemm_fuzz.properties.model.cases import GemmCase
+from gemm_fuzz.properties.report import repros
+from gemm_fuzz.properties.run import user_kernel
+from gemm_fuzz.properties.run.examples import Example
+from gemm_fuzz.properties.run.runner import Runner, RunSettings
 
 
 def _replay(path, *args, cwd="/"):
@@ -91,4 +91,100 @@ def test_every_script_records_the_kernel_by_absolute_path_and_hash(backend, tmp_
     path = repros.write(tmp_path / "repros", example, settings, TimedOut("planted"))
     record = repros.read(path).record
     assert record["kernel"]["spec"] == f"{source.resolve()}:matmul" and len(record["kernel"]["digest"]) == 8
+    assert example.variant.endswith("#" + record["kernel"]["digest"])  # the hash the kernel's name shows
     assert record["mode"] == "process" and record["example"]["check"] == "reference"
+
+
+ASSERTS_CONTIGUOUS_A = '''
+import triton
+import triton.language as tl
+from gemm_fuzz.kernels import Requirements, contract
+
+
+@triton.jit
+def _kernel(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn, B: tl.constexpr):
+    m = tl.program_id(0) * B + tl.arange(0, B)
+    n = tl.program_id(1) * B + tl.arange(0, B)
+    acc = tl.zeros((B, B), dtype=tl.float32)
+    for k in range(0, K, B):
+        kk = k + tl.arange(0, B)
+        x = tl.load(a + m[:, None] * sam + kk[None, :] * sak, mask=(m[:, None] < M) & (kk[None, :] < K), other=0.0)
+        y = tl.load(b + kk[:, None] * sbk + n[None, :] * sbn, mask=(kk[:, None] < K) & (n[None, :] < N), other=0.0)
+        acc = tl.dot(x, y, acc)
+    tl.store(c + m[:, None] * scm + n[None, :] * scn, acc.to(c.dtype.element_ty),
+             mask=(m[:, None] < M) & (n[None, :] < N))
+
+
+@contract(DECLARED)
+def matmul(a, b, c):
+    assert a.is_contiguous(), "Matrix A must be contiguous"
+    M, K = a.shape
+    N = b.shape[1]
+    _kernel[(triton.cdiv(M, 16), triton.cdiv(N, 16))](a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride(), B=16)
+'''
+CI = ["--gemm-backend", "interpreter", "-p", "no:cacheprovider", "--hypothesis-profile", "ci"]
+
+
+def test_replays_follow_the_contract_and_are_never_targets(pytester):
+    """The suite's hint says to declare the precondition; once it is declared, the scripts of the earlier
+    failures, whose cases the contract no longer admits, are skipped with the reason instead of failing
+    every later run; a dtype not selected is skipped saying so; and no replay is a row of the targets."""
+    undeclared = ASSERTS_CONTIGUOUS_A.replace("DECLARED", "")
+    pytester.makepyfile(my_kernel=undeclared)
+    first = pytester.runpytest_subprocess("--gemm-kernel", "my_kernel.py:matmul", "--gemm-dtype", "fp16",
+                                          "-k", "float64", *CI, timeout=900)
+    assert first.ret == 1 and "declare requires=Requirements(contiguous=('a',))" in " ".join(first.stdout.lines)
+    scripts = sorted((pytester.path / "repros").glob("*.py"))
+    assert scripts
+    declared = undeclared.replace("@contract()", "@contract(requires=Requirements(contiguous=('a',)))")
+    pytester.makepyfile(my_kernel=declared)
+    second = pytester.runpytest_subprocess("--gemm-kernel", "my_kernel.py:matmul", "--gemm-dtype", "fp16",
+                                           "-k", "float64 or replays", "-rs", *CI, timeout=900)
+    assert second.ret == 0, second.stdout.str()[-3000:]
+    second.stdout.fnmatch_lines([f"SKIPPED * {scripts[0].name}: the contract no longer admits its case: A has *"
+                                 "needs A contiguous*"])
+    rows = [line for line in second.stdout.lines if line.startswith(tuple(s.stem for s in scripts))]
+    assert rows == [], rows  # replays are no targets
+    bf16 = pytester.runpytest_subprocess("--gemm-kernel", "my_kernel.py:matmul", "--gemm-dtype", "bf16",
+                                         "-k", "replays", "-rs", *CI, timeout=900)
+    bf16.stdout.fnmatch_lines([f"SKIPPED * {scripts[0].name}: its inputs are fp16, not among this run's dtypes (bf16)"])
+
+
+def test_a_replay_that_passes_now_says_so(pytester):
+    pytester.makepyfile(my_kernel=ASSERTS_CONTIGUOUS_A.replace("DECLARED", ""))
+    pytester.runpytest_subprocess("--gemm-kernel", "my_kernel.py:matmul", "--gemm-dtype", "fp16", "-k", "float64",
+                                  *CI, timeout=900)
+    fixed = ASSERTS_CONTIGUOUS_A.replace("DECLARED", "").replace(
+        '    assert a.is_contiguous(), "Matrix A must be contiguous"\n', "")
+    pytester.makepyfile(my_kernel=fixed)
+    result = pytester.runpytest_subprocess("--gemm-kernel", "my_kernel.py:matmul", "--gemm-dtype", "fp16",
+                                           "-k", "replays", *CI, timeout=900)
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*GEMM replays: past failures that pass now*",
+                                 "*/repros/*.py passes now: the failure it recorded no longer reproduces*"])
+
+
+def test_with_no_repro_folder_the_skip_says_why(pytester):
+    pytester.makepyfile(my_kernel=ASSERTS_CONTIGUOUS_A.replace("DECLARED", ""))
+    result = pytester.runpytest_subprocess("--gemm-kernel", "my_kernel.py:matmul", "--gemm-dtype", "fp16",
+                                           "--gemm-repros", "", "-k", "replays", "-rs", *CI, timeout=900)
+    result.stdout.fnmatch_lines(["SKIPPED * repro scripts are neither written nor replayed (--gemm-repros '')"])
+    assert "None" not in result.stdout.str()
+
+
+def test_one_failing_assert_is_one_bug_and_the_table_shows_the_shrunk_case(pytester):
+    """The assert fails on every layout the hint names in its own words (column-major, strided,
+    broadcast A), in three tests: one bug, its cases listed; the targets table's last column is the case
+    the failure was reported on (shrunk), not the first failing example's."""
+    pytester.makepyfile(my_kernel=ASSERTS_CONTIGUOUS_A.replace("DECLARED", ""))
+    result = pytester.runpytest_subprocess("--gemm-kernel", "my_kernel.py:matmul", "--gemm-dtype", "fp16",
+                                           "-k", "not replays", *CI, timeout=900)
+    out = result.stdout.str()
+    assert result.ret == 1
+    assert "GEMM failures: 1 distinct bug" in out, out[out.find("GEMM failures"):]
+    result.stdout.fnmatch_lines(["1. launcher refused the case: user:my_kernel.matmul#* at the launcher raising "
+                                 "AssertionError: Matrix A must be contiguous at my_kernel.py:*"])
+    reported = {line.split(" on ", 1)[1] for line in result.stdout.lines
+                if line.startswith("launcher refused the case: user:my_kernel.matmul#") and " on " in line}
+    row = next(line for line in result.stdout.lines if line.startswith("user:my_kernel.matmul#") and "failed" in line)
+    assert any(row.endswith(case) for case in reported), (row, reported)

@@ -10,13 +10,13 @@ import torch
 import triton
 import triton.language as tl
 
-import kernels
-from kernels import mutants
-from kernels.mutants import Edit
-from properties.interpreter import sanitizer
-from properties.model.cases import ROW, GemmCase, Layout, materialize
-from properties.run import runner
-from reference import numpy_ref
+from gemm_fuzz import kernels
+from gemm_fuzz.kernels import mutants
+from gemm_fuzz.kernels.mutants import Edit
+from gemm_fuzz.properties.interpreter import sanitizer
+from gemm_fuzz.properties.model.cases import ROW, GemmCase, Layout, materialize
+from gemm_fuzz.properties.run import runner
+from gemm_fuzz.reference import numpy_ref
 
 pytestmark = pytest.mark.interpreter
 

@@ -10,11 +10,11 @@ import torch
 import triton
 import triton.language as tl
 
-from properties.interpreter import sanitizer, schedule
-from properties.judge import oracles
-from properties.model.cases import GemmCase, materialize
-from properties.run import user_kernel
-from reference import numpy_ref
+from gemm_fuzz.properties.interpreter import sanitizer, schedule
+from gemm_fuzz.properties.judge import oracles
+from gemm_fuzz.properties.model.cases import GemmCase, materialize
+from gemm_fuzz.properties.run import user_kernel
+from gemm_fuzz.reference import numpy_ref
 
 pytestmark = pytest.mark.interpreter
 
@@ -201,7 +201,7 @@ def test_the_sanitizer_and_the_judge_run_under_drawn_orders(backend):
 
 
 def test_the_interpreter_fixes_still_hold_inside_an_ordered_block(backend):
-    from properties.interpreter import fixes
+    from gemm_fuzz.properties.interpreter import fixes
 
     with schedule.ordered(3):
         assert fixes.masked_off_lanes_are_poisoned() and fixes.bf16_dot_is_exact()
@@ -226,6 +226,7 @@ def test_a_triton_release_that_renames_a_hook_fails_loudly(backend, monkeypatch)
 def test_install_refuses_to_replace_a_grid_loop_someone_else_patched(backend):
     from triton.runtime import interpreter
 
-    with pytest.raises(schedule.SchedulerUnavailable, match=r"already replaced by properties\.interpreter\.schedule\."
-                                                            r"_grid_call; schedule\.install\(\) must run first"):
+    with pytest.raises(schedule.SchedulerUnavailable,
+                       match=r"already replaced by gemm_fuzz\.properties\.interpreter\.schedule\._grid_call; "
+                             r"schedule\.install\(\) must run first"):
         schedule._require(interpreter, triton.__version__)

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import kernels
-from properties.model import specialization, strategies
-from properties.model.specialization import Classes
+from gemm_fuzz import kernels
+from gemm_fuzz.properties.model import specialization, strategies
+from gemm_fuzz.properties.model.specialization import Classes
 
 # no requirements, a contiguous A (the tutorial's), tensor descriptors (alignment), one with many configurations
 VARIANTS = ["tiled", "autotuned", "descriptor", "persistent"]

@@ -3,9 +3,9 @@
 from hypothesis import find, given, settings
 from hypothesis import strategies as st
 
-import kernels
-from properties.model import strategies
-from properties.model.cases import ROW
+from gemm_fuzz import kernels
+from gemm_fuzz.properties.model import strategies
+from gemm_fuzz.properties.model.cases import ROW
 
 
 def test_boundaries_surround_every_block_size():

@@ -12,12 +12,12 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import Contract, Requirements, contract
-from properties.judge.failures import LauncherRefused, NotBitExact
-from properties.model.cases import GemmCase, Layout
-from properties.run import preconditions, runner, user_kernel
-from reference import bounds, numpy_ref
-from reference.formats import by_name
+from gemm_fuzz.kernels import Contract, Requirements, contract
+from gemm_fuzz.properties.judge.failures import LauncherRefused, NotBitExact
+from gemm_fuzz.properties.model.cases import GemmCase, Layout
+from gemm_fuzz.properties.run import preconditions, runner, user_kernel
+from gemm_fuzz.reference import bounds, numpy_ref
+from gemm_fuzz.reference.formats import by_name
 
 KERNELS = Path(__file__).parent / "contract_kernels.py"
 
@@ -55,7 +55,7 @@ def test_the_contract_becomes_the_registrys_variant():
 
 def test_a_kernel_declaring_configs_must_take_them(tmp_path):
     path = tmp_path / "no_config.py"
-    path.write_text("from kernels import contract\n\n@contract(configs=[dict(BM=16, BN=16, BK=16)])\n"
+    path.write_text("from gemm_fuzz.kernels import contract\n\n@contract(configs=[dict(BM=16, BN=16, BK=16)])\n"
                     "def matmul(a, b, c):\n    pass\n")
     with pytest.raises(user_kernel.KernelSpecError, match=r"cannot be called as FUNC\(a, b, c, config\)"):
         user_kernel.load(f"{path}:matmul")

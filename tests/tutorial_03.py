@@ -11,7 +11,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import Requirements, contract
+from gemm_fuzz.kernels import Requirements, contract
 
 
 def _config(m, n, k, stages, warps):

@@ -1,5 +1,5 @@
 """Deliberately wrong kernels: each is a real variant of `kernels/` with one realistic bug planted,
-kept to measure the suite's power (tests/test_mutants.py, `python -m properties.evaluation.power`)
+kept to measure the suite's power (tests/test_mutants.py, `python -m gemm_fuzz.properties.evaluation.power`)
 against a fixed-grid baseline (tests/test_baseline.py).
 
 A mutant is its parent's source plus declared edits (`Edit`: a text that must occur exactly once in
@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernels.registry import Variant, capture
+from gemm_fuzz.kernels.registry import Variant, capture
 
 CaseFields = Mapping[str, object]  # GemmCase fields other than the dtypes (layouts as Layout fields)
 MARK = "# planted: "
@@ -138,7 +138,7 @@ _VARIANTS: dict[str, Variant] = {}
 
 def _variant(mutant: Mutant) -> Variant:
     if mutant.name not in _VARIANTS:
-        import kernels
+        from gemm_fuzz import kernels
 
         parent = kernels.get(mutant.parent)
         module = sys.modules[inspect.getmodule(parent.launch).__name__]
@@ -177,4 +177,4 @@ def variant(name: str) -> Variant:
     return get(name).variant
 
 
-from kernels.mutants import catalog  # noqa: E402,F401  (registers every mutant)
+from gemm_fuzz.kernels.mutants import catalog  # noqa: E402,F401  (registers every mutant)

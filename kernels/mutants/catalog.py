@@ -1,7 +1,7 @@
 """Every mutant: a real variant of `kernels/` with one realistic bug planted by declared edits (see
 kernels/mutants/__init__.py), the smallest case that shows it, and the check that catches it there."""
 
-from kernels.mutants import Edit, Mutant, register
+from gemm_fuzz.kernels.mutants import Edit, Mutant, register
 
 # --- tiled (seed 002): the canonical kernel -----------------------------------------------------------
 

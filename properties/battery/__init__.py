@@ -30,10 +30,10 @@ def compile_plans(backend, variant, dtype: str, user: bool) -> list:
     cases with the judges."""
     import dataclasses
 
-    import kernels
-    from properties.judge import relations
-    from properties.model import strategies
-    from reference.formats import by_name
+    from gemm_fuzz import kernels
+    from gemm_fuzz.properties.judge import relations
+    from gemm_fuzz.properties.model import strategies
+    from gemm_fuzz.reference.formats import by_name
 
     if backend.interpreted:
         return []

@@ -16,11 +16,11 @@ import dataclasses
 from hypothesis import settings
 from hypothesis import strategies as st
 
-import kernels
-from properties import battery
-from properties.model import strategies, stratified
-from properties.run.examples import Example
-from reference.formats import by_name
+from gemm_fuzz import kernels
+from gemm_fuzz.properties import battery
+from gemm_fuzz.properties.model import strategies, stratified
+from gemm_fuzz.properties.run.examples import Example
+from gemm_fuzz.reference.formats import by_name
 
 EXAMPLES = max(4, settings.default.max_examples // 3)  # each example runs every variant
 PEERS_ON_GPU = 3

@@ -5,8 +5,8 @@ stratified cases run first."""
 import pytest
 from hypothesis import settings
 
-from properties.model import strategies, stratified
-from properties.run.examples import Example
+from gemm_fuzz.properties.model import strategies, stratified
+from gemm_fuzz.properties.run.examples import Example
 
 EXAMPLES = max(3, settings.default.max_examples // 5)  # each example also runs in the interpreter
 # interpreter-sized problems: the interpreter runs one program at a time

@@ -7,9 +7,9 @@ cases run first, with the relations' parameters taken in turn."""
 from hypothesis import settings
 from hypothesis import strategies as st
 
-from properties import battery
-from properties.model import strategies, stratified
-from properties.run.examples import Example
+from gemm_fuzz.properties import battery
+from gemm_fuzz.properties.model import strategies, stratified
+from gemm_fuzz.properties.run.examples import Example
 
 EXAMPLES = max(4, settings.default.max_examples // 3)  # each example is five or six launches
 SCALES = (1, -1, 3)

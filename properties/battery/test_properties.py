@@ -4,8 +4,8 @@ it supports, on any case the strategies draw, C is within the sound bound of the
 inputs stay intact, and (in the interpreter) no access leaves its tensor. The stratified cases
 (properties/model/stratified.py) run first, then Hypothesis draws, climbing toward the worst error."""
 
-from properties.model import strategies, stratified
-from properties.run.examples import Example
+from gemm_fuzz.properties.model import strategies, stratified
+from gemm_fuzz.properties.run.examples import Example
 
 
 def test_matches_float64_reference(target, backend, gemm):

@@ -1,6 +1,6 @@
 """Measure how a GPU's tl.dot accumulates, to ground the precision classes in reference/bounds.py.
 
-    python -m properties.evaluation.accumulation_probe        (needs a CUDA GPU)
+    python -m gemm_fuzz.properties.evaluation.accumulation_probe        (needs a CUDA GPU)
 
 For each input dtype, length K and (for fp8) max_num_imprecise_acc it computes dot products whose
 exact value needs many bits: one large product followed by K - 1 products 2**-d times smaller. Where
@@ -134,8 +134,8 @@ def overflow(precision: str) -> dict[str, float]:
 
 
 def main() -> None:
-    from properties.interpreter import fixes
-    from properties.run import backends
+    from gemm_fuzz.properties.interpreter import fixes
+    from gemm_fuzz.properties.run import backends
 
     backend = backends.activate("cuda")
     print("\n".join(backend.header()))

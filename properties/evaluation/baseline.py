@@ -18,8 +18,8 @@ test_dot runs one program whose block is the whole matrix; here each variant's o
 Without the sanitizer an out-of-bounds store in the interpreter writes into the host heap and can
 abort the process, so a mutant's baseline runs in a subprocess:
 
-    python -m properties.evaluation.baseline --mutant NAME      # exit 0 passed, 10 a wrong result, 11 raised
-    python -m properties.evaluation.baseline --variant NAME     # a registered (correct) variant
+    python -m gemm_fuzz.properties.evaluation.baseline --mutant NAME      # exit 0 passed, 10 a wrong result, 11 raised
+    python -m gemm_fuzz.properties.evaluation.baseline --variant NAME     # a registered (correct) variant
 
 and `run_isolated(name)` turns its exit into a Verdict: anything else (a signal, an abort) is a crash.
 """
@@ -36,7 +36,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-import kernels.operands
+from gemm_fuzz.kernels import mutants
+from gemm_fuzz.kernels import operands as launcher_checks
 
 # The distinct (M, N, K) of test_dot's lists, in its order
 TEST_DOT_SHAPES = (
@@ -47,7 +48,7 @@ TEST_DOT_SHAPES = (
 )
 # What the baseline runs, smallest first (a failing kernel stops early): all but the three of 2**20
 # multiply-adds, which take 70% of the interpreter's time and change no verdict
-# (python -m properties.evaluation.baseline --all-shapes runs them too)
+# (python -m gemm_fuzz.properties.evaluation.baseline --all-shapes runs them too)
 LARGE = 2**20
 SHAPES = tuple(sorted((s for s in TEST_DOT_SHAPES if s[0] * s[1] * s[2] < LARGE), key=lambda s: s[0] * s[1] * s[2]))
 RTOL = 0.01
@@ -60,7 +61,7 @@ TORCH = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, "
 # test_dot's int8 -> int32 and fp8 -> fp32; the others keep their dtype
 OUT = {"int8": torch.int32, "fp8e4m3": torch.float32, "fp8e5m2": torch.float32}
 
-PASSED, FAILED, RAISED = 0, 10, 11  # exit codes of `python -m properties.evaluation.baseline`
+PASSED, FAILED, RAISED = 0, 10, 11  # exit codes of `python -m gemm_fuzz.properties.evaluation.baseline`
 
 
 def operands(M: int, N: int, K: int, dtype: str) -> tuple[np.ndarray, np.ndarray]:
@@ -86,7 +87,7 @@ def check_shape(variant, M: int, N: int, K: int, dtype: str) -> bool:
     a, b = torch.from_numpy(x).to(TORCH[dtype]), torch.from_numpy(y).to(TORCH[dtype])
     c = torch.zeros((M, N), dtype=OUT.get(dtype, TORCH[dtype]))
     try:
-        kernels.operands.check(variant, a, b, c)
+        launcher_checks.check(variant, a, b, c)
     except (TypeError, ValueError):
         return False
     variant.launch(a, b, c)
@@ -139,7 +140,7 @@ _OUTCOMES = {PASSED: "passed", FAILED: "failed assertion", RAISED: "raised"}
 
 def run_isolated(name: str, kind: str = "mutant", dtypes: list[str] | None = None, timeout: float = 300) -> Verdict:
     """Run the baseline on one mutant (or variant) in a fresh interpreter process."""
-    command = [sys.executable, "-m", "properties.evaluation.baseline", f"--{kind}", name]
+    command = [sys.executable, "-m", "gemm_fuzz.properties.evaluation.baseline", f"--{kind}", name]
     for dtype in dtypes or []:
         command += ["--dtype", dtype]
     env = dict(os.environ, GEMM_BACKEND="interpreter", PYTHONWARNINGS="ignore")
@@ -169,16 +170,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--all-shapes", action="store_true", help="also the three largest of test_dot's shapes")
     args = parser.parse_args(argv)
 
-    from properties.run import backends
+    from gemm_fuzz.properties.run import backends
 
     backends.activate(os.environ.get("GEMM_BACKEND", "auto"))
     if args.mutant:
-        import kernels.mutants
+        from gemm_fuzz import kernels
 
-        mutant = kernels.mutants.get(args.mutant)
+        mutant = mutants.get(args.mutant)
         variant, dtypes = mutant.variant, args.dtype or [mutant.dtype]
     else:
-        import kernels
+        from gemm_fuzz import kernels
 
         variant = kernels.get(args.variant)
         dtypes = args.dtype or dtypes_of(variant)

@@ -1,8 +1,8 @@
 """Examples per second through Triton's CPU interpreter, with and without the interpreter fast path
 (properties/interpreter/fast.py), on fixed campaigns:
 
-    python -m properties.evaluation.cpu_speed                     # every campaign, a Markdown table
-    python -m properties.evaluation.cpu_speed --campaign tiled-fp16 --examples 300 --repeats 5
+    python -m gemm_fuzz.properties.evaluation.cpu_speed                     # every campaign, a Markdown table
+    python -m gemm_fuzz.properties.evaluation.cpu_speed --campaign tiled-fp16 --examples 300 --repeats 5
 
 A fixed campaign is what `gemm-fuzz` does for one target (the main property on Hypothesis's draws,
 `hypothesis.target` climbing toward the worst error / bound), derandomized and for a fixed number of
@@ -36,8 +36,8 @@ CAMPAIGNS = {
 
 
 def _target(spec: str, dtype: str):
-    import kernels
-    from properties.run import targets, user_kernel
+    from gemm_fuzz import kernels
+    from gemm_fuzz.properties.run import targets, user_kernel
 
     variant = user_kernel.load(spec) if ":" in spec else kernels.get(spec)  # PATH.py:FUNC: a user's kernel
     return targets.Target(variant, dtype)
@@ -48,10 +48,10 @@ def run_campaign(target, examples: int, backend) -> tuple[float, int, str]:
     from hypothesis import HealthCheck, Phase, Verbosity, given, settings
     from hypothesis import target as climb
 
-    from properties.judge.failures import GemmFailure
-    from properties.model import strategies
-    from properties.run.examples import Example
-    from properties.run.runner import Runner, RunSettings
+    from gemm_fuzz.properties.judge.failures import GemmFailure
+    from gemm_fuzz.properties.model import strategies
+    from gemm_fuzz.properties.run.examples import Example
+    from gemm_fuzz.properties.run.runner import Runner, RunSettings
 
     verdicts = []
     runner = Runner(RunSettings(backend=backend.name, mode="process"), backend)
@@ -91,7 +91,7 @@ def worker(name: str, examples: int, repeats: int, core: int) -> None:
 
     for message in ("overflow encountered", "invalid value encountered"):
         warnings.filterwarnings("ignore", message=message, category=RuntimeWarning)
-    from properties.run import backends
+    from gemm_fuzz.properties.run import backends
 
     backend = backends.activate("interpreter")
     target = _target(*CAMPAIGNS[name])
@@ -103,7 +103,7 @@ def worker(name: str, examples: int, repeats: int, core: int) -> None:
 
 def measure(name: str, fast: bool, examples: int, repeats: int, core: int) -> dict:
     env = {**os.environ, "GEMM_INTERPRETER_FAST": "1" if fast else "0", "GEMM_BACKEND": "interpreter"}
-    command = [sys.executable, "-m", "properties.evaluation.cpu_speed", "--worker", name,
+    command = [sys.executable, "-m", "gemm_fuzz.properties.evaluation.cpu_speed", "--worker", name,
                "--examples", str(examples), "--repeats", str(repeats), "--core", str(core)]
     done = subprocess.run(command, env=env, capture_output=True, text=True)
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
@@ -125,7 +125,7 @@ def markdown(rows: list[tuple[str, dict, dict]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m properties.evaluation.cpu_speed",
+    parser = argparse.ArgumentParser(prog="python -m gemm_fuzz.properties.evaluation.cpu_speed",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--campaign", action="append", choices=sorted(CAMPAIGNS),
                         help="a campaign to measure (repeatable; default: all)")

@@ -1,8 +1,8 @@
 """How fast the suite judges a kernel on a GPU: the battery on a user's kernel, cold (Triton's cache
 empty) and warm, and a campaign's examples per second once warm.
 
-    python -m properties.evaluation.gpu_speed                              # the bundled 64x64x32 kernel
-    python -m properties.evaluation.gpu_speed --kernel my.py:matmul --repeats 5 --campaign 60
+    python -m gemm_fuzz.properties.evaluation.gpu_speed                              # the bundled 64x64x32 kernel
+    python -m gemm_fuzz.properties.evaluation.gpu_speed --kernel my.py:matmul --repeats 5 --campaign 60
 
 Each battery run is `pytest --gemm-kernel KERNEL --gemm-backend cuda` in a fresh directory with the
 `ci` profile (CI=1: derandomized, so every run judges the same examples), as a new process, timed
@@ -53,7 +53,8 @@ def campaign(kernel: str, cache: str, seconds: float, extra: list[str]) -> dict:
     """One campaign: examples, seconds it ran, examples per second."""
     env = {**os.environ, "TRITON_CACHE_DIR": cache, "PYTHONUNBUFFERED": "1"}
     with tempfile.TemporaryDirectory() as where:
-        done = subprocess.run([sys.executable, "-m", "properties.campaign", "--kernel", kernel, "--backend", "cuda",
+        done = subprocess.run([sys.executable, "-m", "gemm_fuzz.properties.campaign", "--kernel", kernel,
+                               "--backend", "cuda",
                                "--budget", f"{seconds:g}s", "--report", str(Path(where) / "report"),
                                "--database", str(Path(where) / "db"), *extra],
                               cwd=where, env=env, capture_output=True, text=True)
@@ -77,7 +78,7 @@ def _median(runs: list[dict], key: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m properties.evaluation.gpu_speed",
+    parser = argparse.ArgumentParser(prog="python -m gemm_fuzz.properties.evaluation.gpu_speed",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--kernel", default=DEFAULT_KERNEL, help="PATH.py:FUNC (default: the bundled 64x64x32 kernel)")
     parser.add_argument("--repeats", type=int, default=3, help="counted runs of each measurement (default 3)")

@@ -6,7 +6,7 @@ each example through the runner as the property tests run it (so shrinking, its 
 final simplification are the suite's own), and reports how many examples and seconds it took to
 find the first failure, the total with shrinking, and the case reported.
 
-    python -m properties.evaluation.mutation     # a Markdown table: every mutant, the suite and the baseline
+    python -m gemm_fuzz.properties.evaluation.mutation     # a Markdown table: every mutant, the suite and the baseline
 
 The table also runs the fixed-grid baseline of `properties.evaluation.baseline` on every mutant the
 interpreter can show, one subprocess each.
@@ -20,14 +20,14 @@ from dataclasses import dataclass
 from hypothesis import Phase, given
 from hypothesis import settings as hypothesis_settings
 
-from properties.judge.failures import GemmFailure
-from properties.model import strategies
-from properties.model.cases import GemmCase
-from properties.run import backends
-from properties.run import hypothesis_profiles as _profiles  # noqa: F401  (registers the "ci" profile)
-from properties.run.examples import Example
-from properties.run.runner import Runner, RunSettings
-from reference.formats import by_name, name_of
+from gemm_fuzz.properties.judge.failures import GemmFailure
+from gemm_fuzz.properties.model import strategies
+from gemm_fuzz.properties.model.cases import GemmCase
+from gemm_fuzz.properties.run import backends
+from gemm_fuzz.properties.run import hypothesis_profiles as _profiles  # noqa: F401  (registers the "ci" profile)
+from gemm_fuzz.properties.run.examples import Example
+from gemm_fuzz.properties.run.runner import Runner, RunSettings
+from gemm_fuzz.reference.formats import by_name, name_of
 
 
 def ci_settings() -> hypothesis_settings:
@@ -141,11 +141,11 @@ def rows(backend: backends.Backend | None = None, baseline: bool = True) -> list
     """One row per mutant: what the suite found on this backend (GPU-only mutants are searched only on a
     GPU) and, if asked, the fixed-grid baseline's verdict (it runs on the interpreter, GPU-only mutants
     left out)."""
-    import kernels.mutants
-    from properties.evaluation import baseline as fixed_grid
+    from gemm_fuzz.kernels import mutants
+    from gemm_fuzz.properties.evaluation import baseline as fixed_grid
 
     backend = backend or backends.current()
-    everything = kernels.mutants.mutants()
+    everything = mutants.mutants()
     verdicts = {}
     if baseline:
         verdicts = fixed_grid.run_all_isolated([m.name for m in everything if not m.gpu_only])

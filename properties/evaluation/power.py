@@ -6,7 +6,7 @@ the runner; the share that fails is the mutant's per-draw detection rate. With 2
 (the CI profile), a rate p misses a bug with probability (1 - p)**25: below 0.1% from p = 0.25.
 The mutant's correct parent runs on the same draws too, and must never fail.
 
-    python -m properties.evaluation.power [--draws 100] [--mutant 'tiled_*']   # a Markdown table
+    python -m gemm_fuzz.properties.evaluation.power [--draws 100] [--mutant 'tiled_*']   # a Markdown table
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from dataclasses import dataclass
 
 from hypothesis import HealthCheck, Phase, given, settings
 
-from properties.judge.failures import GemmFailure
-from properties.model import strategies
-from properties.run import backends
-from properties.run.examples import Example
-from properties.run.runner import Runner, RunSettings
-from reference.formats import by_name
+from gemm_fuzz.properties.judge.failures import GemmFailure
+from gemm_fuzz.properties.model import strategies
+from gemm_fuzz.properties.run import backends
+from gemm_fuzz.properties.run.examples import Example
+from gemm_fuzz.properties.run.runner import Runner, RunSettings
+from gemm_fuzz.reference.formats import by_name
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class Power:
 def measure(mutant, dtype: str, draws: int, backend: backends.Backend | None = None, parent_too: bool = True) -> Power:
     """The mutant's detection rate over `draws` derandomized draws of `dtype` cases ("in->out" draws
     only that output dtype); with `parent_too`, the correct parent runs on every draw as well."""
-    import kernels
+    from gemm_fuzz import kernels
 
     backend = backend or backends.current()
     parent = kernels.get(mutant.parent)
@@ -84,7 +84,8 @@ def table(powers: list[Power], bugs: dict[str, str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m properties.evaluation.power", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m gemm_fuzz.properties.evaluation.power",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("--draws", type=int, default=100, help="examples drawn per mutant and dtype (default 100)")
     parser.add_argument("--mutant", action="append", help="mutant name globs (repeatable; default all)")
     args = parser.parse_args(argv)
@@ -93,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
 
     for message in ("overflow encountered", "invalid value encountered"):
         warnings.filterwarnings("ignore", message=message, category=RuntimeWarning)
-    from kernels import mutants
+    from gemm_fuzz.kernels import mutants
 
     chosen = [m for m in mutants.mutants() if m.gpu_only != backend.interpreted
               and (not args.mutant or any(fnmatch.fnmatchcase(m.name, g) for g in args.mutant))]

@@ -5,7 +5,7 @@ it runs fewer, larger programs than the built-in variants' small interpreter til
 import triton
 import triton.language as tl
 
-from kernels import contract
+from gemm_fuzz.kernels import contract
 
 
 @triton.jit

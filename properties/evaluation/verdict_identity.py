@@ -1,7 +1,7 @@
 """Every verdict the same with and without the interpreter fast path (properties/interpreter/fast.py):
 
-    python -m properties.evaluation.verdict_identity                  # 10 examples per target, all hunts
-    python -m properties.evaluation.verdict_identity --per-target 50
+    python -m gemm_fuzz.properties.evaluation.verdict_identity                  # 10 examples per target, all hunts
+    python -m gemm_fuzz.properties.evaluation.verdict_identity --per-target 50
 
 Each example runs twice in this process, with the fast path on and off (`fast.switched`), and what it
 gives must be identical: a pass with the same C bit for bit (NaN payloads and signed zeros included),
@@ -22,12 +22,12 @@ import warnings
 import numpy as np
 from hypothesis import HealthCheck, Phase, given, settings
 
-from properties.interpreter import fast
-from properties.judge.failures import GemmFailure
-from properties.model import strategies
-from properties.run import backends
-from properties.run.examples import Example
-from properties.run.runner import Runner, RunSettings
+from gemm_fuzz.properties.interpreter import fast
+from gemm_fuzz.properties.judge.failures import GemmFailure
+from gemm_fuzz.properties.model import strategies
+from gemm_fuzz.properties.run import backends
+from gemm_fuzz.properties.run.examples import Example
+from gemm_fuzz.properties.run.runner import Runner, RunSettings
 
 HUNTS = ("tiled_no_other", "split_k_into_c", "stream_k_late_first_owner")
 
@@ -49,10 +49,10 @@ def drawn_cases(variant, dtype: str, count: int, backend) -> list:
 
 def examples(per_target: int, backend) -> list[tuple[object, Example]]:
     """(variant, example) pairs: drawn cases for every interpreter target, and the mutants' cases."""
-    import kernels
-    from kernels import mutants
-    from properties.evaluation import mutation
-    from properties.run import targets
+    from gemm_fuzz import kernels
+    from gemm_fuzz.kernels import mutants
+    from gemm_fuzz.properties.evaluation import mutation
+    from gemm_fuzz.properties.run import targets
 
     chosen = []
     for target in targets.targets(kernels.variants()):
@@ -92,8 +92,8 @@ def differences(chosen: list[tuple[object, Example]], backend) -> list[str]:
 
 def hunt_differences(names: tuple[str, ...], backend) -> list[str]:
     """Mutation hunts whose outcome (caught, example count, shrunk case, failure and message) differs."""
-    from kernels import mutants
-    from properties.evaluation import mutation
+    from gemm_fuzz.kernels import mutants
+    from gemm_fuzz.properties.evaluation import mutation
 
     found = []
     for name in names:
@@ -115,7 +115,7 @@ def _short(v: tuple) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m properties.evaluation.verdict_identity",
+    parser = argparse.ArgumentParser(prog="python -m gemm_fuzz.properties.evaluation.verdict_identity",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--per-target", type=int, default=10, help="drawn examples per variant and dtype")
     parser.add_argument("--hunt", action="append", help=f"mutants to hunt (default: {', '.join(HUNTS)})")

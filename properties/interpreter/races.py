@@ -61,8 +61,8 @@ import math
 
 import numpy as np
 
-from properties.interpreter import schedule
-from properties.interpreter.schedule import Access, ConcurrencyError, Launch
+from gemm_fuzz.properties.interpreter import schedule
+from gemm_fuzz.properties.interpreter.schedule import Access, ConcurrencyError, Launch
 
 
 class DataRace(ConcurrencyError):

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from properties.judge.failures import OutOfBoundsAccess
+from gemm_fuzz.properties.judge.failures import OutOfBoundsAccess
 
 _TAG = "bounds_checked.origin"  # key in TensorHandle.attr: tuple of the _Extents a pointer may address
 
@@ -516,7 +516,7 @@ def self_test() -> str:
     import torch
     import triton
 
-    from properties.interpreter.fixes import copy_kernel
+    from gemm_fuzz.properties.interpreter.fixes import copy_kernel
 
     count = hooks()
     x, y = torch.zeros(4), torch.zeros(8)

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from properties.judge.failures import GemmFailure
+from gemm_fuzz.properties.judge.failures import GemmFailure
 
 
 class ConcurrencyError(GemmFailure):

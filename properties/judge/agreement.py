@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from properties.judge import compare
-from properties.judge.failures import ValueOutOfBound
-from properties.judge.relations import Run, paired
+from gemm_fuzz.properties.judge import compare
+from gemm_fuzz.properties.judge.failures import ValueOutOfBound
+from gemm_fuzz.properties.judge.relations import Run, paired
 
 
 def _agree(x: Run, y: Run) -> np.ndarray:

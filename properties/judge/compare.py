@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from properties.judge.failures import NotBitExact, ValueOutOfBound
-from properties.report import phases
-from reference.bounds import Allowance
+from gemm_fuzz.properties.judge.failures import NotBitExact, ValueOutOfBound
+from gemm_fuzz.properties.report import phases
+from gemm_fuzz.reference.bounds import Allowance
 
 
 def _fmt(x: float) -> str:

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from properties.judge import compare
-from properties.judge.failures import InputModified, NotWritten, ValueOutOfBound, WriteOutsideC
-from properties.model.cases import Guarded, Operands, raw, signed, unwritten_bits
-from properties.report import phases
-from reference import bounds, numpy_ref, torch_ref
-from reference.formats import by_name
-from reference.numpy_ref import to_float64
+from gemm_fuzz.properties.judge import compare
+from gemm_fuzz.properties.judge.failures import InputModified, NotWritten, ValueOutOfBound, WriteOutsideC
+from gemm_fuzz.properties.model.cases import Guarded, Operands, raw, signed, unwritten_bits
+from gemm_fuzz.properties.report import phases
+from gemm_fuzz.reference import bounds, numpy_ref, torch_ref
+from gemm_fuzz.reference.formats import by_name
+from gemm_fuzz.reference.numpy_ref import to_float64
 
 
 def _where(mask: np.ndarray) -> tuple[int, int]:
@@ -111,7 +111,7 @@ def output_partials(variant, dtype: str, config=()) -> int:
     ((key, value) pairs; () the default), on this backend's device."""
     if variant.partial_sums_in_output is None:
         return 0
-    from kernels import mode
+    from gemm_fuzz.kernels import mode
 
     device = "cpu" if mode.interpreted() else "cuda"
     return variant.output_partials(variant.config(device, by_name(dtype).dtype, dict(config) or None))

@@ -21,12 +21,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
-from kernels.registry import Variant
-from properties.judge import compare, oracles
-from properties.model.cases import GemmCase, Layout, Operands, guarded_input, guarded_output, unwritten_bits
-from properties.report import phases
-from reference import bounds, numpy_ref
-from reference.formats import Format, by_name
+from gemm_fuzz.kernels.registry import Variant
+from gemm_fuzz.properties.judge import compare, oracles
+from gemm_fuzz.properties.model.cases import GemmCase, Layout, Operands, guarded_input, guarded_output, unwritten_bits
+from gemm_fuzz.properties.report import phases
+from gemm_fuzz.reference import bounds, numpy_ref
+from gemm_fuzz.reference.formats import Format, by_name
 
 Launch = Callable[[Variant, Operands], None]
 

@@ -18,10 +18,10 @@ from functools import cached_property
 import numpy as np
 import torch
 
-from properties.model import profiles
-from properties.report import phases
-from reference import bounds
-from reference.formats import Format, by_name
+from gemm_fuzz.properties.model import profiles
+from gemm_fuzz.properties.report import phases
+from gemm_fuzz.reference import bounds
+from gemm_fuzz.reference.formats import Format, by_name
 
 GUARD = 64  # elements of guard band before and after every operand
 

@@ -29,7 +29,7 @@ Which profiles apply depends on the input dtype (`available`): integers have no 
 specials, and an int32 accumulator cannot overflow at these sizes. `WEIGHTS` sets how often the
 strategies draw each (properties/model/strategies.py): the two that expose the most bugs per draw,
 wide_ints and near_overflow, about a third of the time each; two float cases in three carry specials.
-`python -m properties.evaluation.power` measures what that buys.
+`python -m gemm_fuzz.properties.evaluation.power` measures what that buys.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ import math
 
 import numpy as np
 
-from reference.formats import Format
+from gemm_fuzz.reference.formats import Format
 
 PROFILES = ("ones", "small_ints", "wide_ints", "uniform", "normal", "mixed_magnitudes", "near_overflow", "subnormal")
 INTEGER_PROFILES = PROFILES[:6]

@@ -11,8 +11,8 @@ configuration stays a failure. The run's coverage report lists what was recorded
 
 from __future__ import annotations
 
-from kernels.registry import Variant
-from reference.formats import by_name
+from gemm_fuzz.kernels.registry import Variant
+from gemm_fuzz.reference.formats import by_name
 
 # (variant name, input dtype name, index in the variant's configurations for the device) -> reason
 _RECORDED: dict[tuple[str, str, int], str] = {}

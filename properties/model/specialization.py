@@ -29,10 +29,10 @@ import functools
 import random
 from dataclasses import dataclass, replace
 
-from kernels.registry import Variant
-from properties.model import runnable
-from properties.model.cases import GemmCase, Layout
-from reference.formats import by_name, name_of
+from gemm_fuzz.kernels.registry import Variant
+from gemm_fuzz.properties.model import runnable
+from gemm_fuzz.properties.model.cases import GemmCase, Layout
+from gemm_fuzz.reference.formats import by_name, name_of
 
 INTEGER_CLASSES = ("1", "16", "other")  # Triton's: == 1, divisible by 16, neither
 ORDERS = ("row", "col")

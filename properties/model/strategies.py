@@ -22,10 +22,10 @@ from dataclasses import replace
 
 from hypothesis import strategies as st
 
-from kernels.registry import Variant
-from properties.model import profiles, runnable, specialization
-from properties.model.cases import GemmCase, Layout
-from reference.formats import by_name, name_of
+from gemm_fuzz.kernels.registry import Variant
+from gemm_fuzz.properties.model import profiles, runnable, specialization
+from gemm_fuzz.properties.model.cases import GemmCase, Layout
+from gemm_fuzz.reference.formats import by_name, name_of
 
 PRIMES = (2, 3, 5, 7, 11, 13, 31, 37, 61, 67, 127, 131, 251, 257, 509, 521)
 

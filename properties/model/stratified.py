@@ -16,10 +16,10 @@ into the target's pool of specialization classes (properties/model/specializatio
 
 from __future__ import annotations
 
-from kernels.registry import Variant
-from properties.model import profiles, runnable, specialization, strategies
-from properties.model.cases import GemmCase, Layout
-from reference.formats import by_name, name_of
+from gemm_fuzz.kernels.registry import Variant
+from gemm_fuzz.properties.model import profiles, runnable, specialization, strategies
+from gemm_fuzz.properties.model.cases import GemmCase, Layout
+from gemm_fuzz.reference.formats import by_name, name_of
 
 
 def layout_features(variant: Variant, operand: str) -> tuple[str, ...]:

@@ -1,16 +1,21 @@
 """The failures of a run grouped into distinct bugs, for the end-of-run summary: one kernel bug
-usually fails several tests (the reference, agreement, the relations) on several dtypes, and each
-such failure is one entry of pytest's report; the summary names each bug once.
+usually fails several tests (the reference, agreement, the relations) on several dtypes and layouts,
+and each such failure is one entry of pytest's report; the summary names each bug once, with the
+shrunk cases that show it.
 
-Two failures are the same bug when they are of one kernel and happen at one place: for an
-out-of-bounds access, the same load or store of the same operand at the same line of the kernel;
-for a refusal, a crash or a hang, the same message; for a wrong value, the same shrunk case up to
-its dtypes and seed (the shape, the layouts and the value profile that expose it).
+Two failures are the same bug when they are of one kernel, of one kind, and happen at one place:
+for an out-of-bounds access, the same load or store of the same operand at the same line of the
+kernel; for a launcher that raised, the same exception with the same words at the same line (the
+case's features the hint names aside); for a crash or a hang, the same message; for a wrong value
+(out of bound or not bit-exact, one kind), an element never written, a write outside C or into an
+input, the kind itself: the kernel has no line to tell those apart by, so their cases are listed.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+CASES_SHOWN = 4  # cases listed under a bug; the rest are counted
 
 
 @dataclass
@@ -20,35 +25,51 @@ class Bug:
     kinds: list[str] = field(default_factory=list)
     tests: list[str] = field(default_factory=list)
     dtypes: list[str] = field(default_factory=list)
+    cases: list[str] = field(default_factory=list)  # the shrunk cases that show it
     example: str = ""  # the first failure's headline
     repro: str = ""  # the first failure's repro script
 
     def lines(self) -> list[str]:
         where = f"{', '.join(self.tests)}; dtypes {', '.join(self.dtypes)}"
         out = [f"{' and '.join(self.kinds)}: {self.variant} at {self.site}", f"  in {where}", f"  {self.example}"]
+        shown = self.cases[:CASES_SHOWN]
+        more = len(self.cases) - len(shown)
+        out += [f"  case: {case}" for case in shown] + ([f"  and {more} more case(s)"] if more else [])
         if self.repro:
             out.append(f"  repro: python {self.repro}")
         return out
 
 
-def site(failure, case) -> str:
+def site(failure) -> str:
     """Where a failure happens, as far as telling bugs apart goes."""
-    from properties.judge.failures import Crashed, LauncherRefused, OutOfBoundsAccess, TimedOut
+    from gemm_fuzz.properties.judge.failures import (
+        Crashed,
+        LauncherRefused,
+        NotBitExact,
+        OutOfBoundsAccess,
+        TimedOut,
+        ValueOutOfBound,
+    )
 
     fields = failure.fields
     if isinstance(failure, OutOfBoundsAccess) and fields.get("line"):
         return f"the {fields['op']} of {fields['operand']} at {fields['line']}"
-    if isinstance(failure, (LauncherRefused, Crashed, TimedOut)) or case is None:
+    if isinstance(failure, LauncherRefused) and fields.get("error"):
+        return f"the launcher raising {fields['error']}: {fields.get('detail', '')}" + (
+            f" at {fields['line']}" if fields.get("line") else "")
+    if isinstance(failure, (LauncherRefused, Crashed, TimedOut)):
         return failure.message.splitlines()[0] if failure.message else failure.kind
-    return (f"{case.M}x{case.N}x{case.K} A:{case.a.describe()} B:{case.b.describe()} C:{case.c.describe()} "
-            f"{case.profile}{'+specials' if case.specials else ''}")
+    if isinstance(failure, (NotBitExact, ValueOutOfBound)):
+        return "a wrong value"
+    return f"{'an' if failure.kind[0] in 'aeiou' else 'a'} {failure.kind}"
 
 
 def record(failure, test: str, headline: str) -> dict:
     """One failure of one test, as plain data (it travels from xdist workers in the test report)."""
     case = getattr(failure, "case", None)
-    return {"variant": failure.context.get("variant", "?"), "site": site(failure, case), "kind": failure.kind,
+    return {"variant": failure.context.get("variant", "?"), "site": site(failure), "kind": failure.kind,
             "test": test, "dtype": case.dtype if case is not None else "?", "headline": headline,
+            "case": case.describe() if case is not None else failure.context.get("case", ""),
             "repro": str(getattr(failure, "repro", "") or "")}
 
 
@@ -60,8 +81,9 @@ def group(records: list[dict]) -> list[Bug]:
         if bug is None:
             bug = bugs[(r["variant"], r["site"])] = Bug(r["variant"], r["site"], example=r["headline"],
                                                         repro=r["repro"])
-        for values, value in ((bug.kinds, r["kind"]), (bug.tests, r["test"]), (bug.dtypes, r["dtype"])):
-            if value not in values:
+        for values, value in ((bug.kinds, r["kind"]), (bug.tests, r["test"]), (bug.dtypes, r["dtype"]),
+                              (bug.cases, r.get("case", ""))):
+            if value and value not in values:
                 values.append(value)
     for bug in bugs.values():
         bug.dtypes.sort()

@@ -44,7 +44,7 @@ def lines(failure) -> list[str]:
 def failures(error: BaseException) -> list | None:
     """The suite's failures in an exception (Hypothesis groups distinct bugs), or None if another
     exception is among them (then pytest's own report is the right one)."""
-    from properties.judge.failures import GemmFailure
+    from gemm_fuzz.properties.judge.failures import GemmFailure
 
     if isinstance(error, GemmFailure):
         return [error]
@@ -62,7 +62,7 @@ def failures(error: BaseException) -> list | None:
 def headline(failure) -> str:
     """The reason in a few words, for pytest's one-line short summary (which cuts it to the terminal's
     width) and the summary of distinct bugs: what went wrong at the worst element, or which access."""
-    from properties.judge.failures import OutOfBoundsAccess
+    from gemm_fuzz.properties.judge.failures import OutOfBoundsAccess
 
     fields = failure.fields
     if isinstance(failure, OutOfBoundsAccess) and fields.get("line"):

@@ -7,9 +7,9 @@ reached. Line coverage of a kernel's body is coverage.py's job (`coverage run -m
 
 from __future__ import annotations
 
-from properties.model import profiles, stratified
-from properties.model.cases import GemmCase
-from reference.formats import by_name
+from gemm_fuzz.properties.model import profiles, stratified
+from gemm_fuzz.properties.model.cases import GemmCase
+from gemm_fuzz.reference.formats import by_name
 
 AXES = ("M", "N", "K")
 OPERANDS = ("A", "B", "C")

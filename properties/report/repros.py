@@ -38,7 +38,7 @@ import sys
 RECORD = {record}
 
 if __name__ == "__main__":
-    from properties.report.repros import replay_main
+    from gemm_fuzz.properties.report.repros import replay_main
 
     sys.exit(replay_main(RECORD, sys.argv[1:]))
 '''
@@ -51,7 +51,7 @@ class Repro:
 
     @property
     def example(self):
-        from properties.run.examples import Example
+        from gemm_fuzz.properties.run.examples import Example
 
         return Example.from_dict(self.record["example"])
 
@@ -120,17 +120,17 @@ def replay_main(data: dict, argv: list[str]) -> int:
                         help=f"where to run it (default: {data['backend']}, where it failed)")
     args = parser.parse_args(argv)
 
-    from properties.run import backends
+    from gemm_fuzz.properties.run import backends
 
     try:
         active = backends.activate(args.backend)
     except Exception as e:  # no GPU here, or triton imported too early
         print(f"cannot use backend {args.backend!r}: {e}", file=sys.stderr)
         return 2
-    from properties.judge.failures import GemmFailure
-    from properties.run import runner as runner_module
-    from properties.run import user_kernel
-    from properties.run.examples import Example
+    from gemm_fuzz.properties.judge.failures import GemmFailure
+    from gemm_fuzz.properties.run import runner as runner_module
+    from gemm_fuzz.properties.run import user_kernel
+    from gemm_fuzz.properties.run.examples import Example
 
     kernel = data.get("kernel")
     if kernel:
@@ -141,8 +141,8 @@ def replay_main(data: dict, argv: list[str]) -> int:
             return 2
         ref = user_kernel.loaded(variant.name)[1]
         if ref.digest != kernel["digest"]:
-            print(f"note: {kernel['path']} changed since the failure was recorded (sha256 {kernel['digest']}..., "
-                  f"now {ref.digest}...)")
+            print(f"note: {kernel['path']} changed since the failure was recorded (#{kernel['digest']}, now "
+                  f"#{ref.digest}, as the kernel's name shows it)")
     example = Example.from_dict(data["example"])
     if kernel:
         example = runner_module.with_variant(example, data["example"]["variant"], variant.name)

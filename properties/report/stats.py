@@ -8,8 +8,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import asdict, dataclass, field
 
-from properties.judge.failures import MEMORY_KINDS
-from properties.report import phases
+from gemm_fuzz.properties.judge.failures import MEMORY_KINDS
+from gemm_fuzz.properties.report import phases
 
 
 @dataclass
@@ -26,8 +26,9 @@ class TargetStats:
     not_run: int = 0  # examples left out once a failing test's shrinking budget was spent
     worst_ratio: float | None = None  # None: no passing example was judged against a bound
     worst_case: str = ""
-    failing_ratio: float | None = None  # the largest error / bound of a failing example, where it has one
-    failing_case: str = ""  # that example's case (else the first failing example's)
+    failing_ratio: float | None = None  # the error / bound of the failing case below, where it has one
+    failing_case: str = ""  # the reported (shrunk) failing case; until one is reported, the first failing one
+    reported: bool = False  # failing_case is a reported one
     seconds: float = 0.0
     ratios: list[float] = field(default_factory=list)
     torch_ratios: list[float] = field(default_factory=list)  # error / torch.matmul's, where torch errs
@@ -42,8 +43,9 @@ class TargetStats:
     def merge(self, other: TargetStats) -> None:
         if other.worst_ratio is not None and (self.worst_ratio is None or other.worst_ratio >= self.worst_ratio):
             self.worst_ratio, self.worst_case = other.worst_ratio, other.worst_case
-        if other.failing_case and (not self.failing_case or (other.failing_ratio or 0) > (self.failing_ratio or 0)):
+        if other.failing_case and (not self.failing_case or other.reported > self.reported):
             self.failing_ratio, self.failing_case = other.failing_ratio, other.failing_case
+            self.reported = other.reported
         self.limitation = self.limitation or other.limitation
         self.not_runnable = {**other.not_runnable, **self.not_runnable}
         for name in ("examples", "exact", "failures", "limitations", "internal", "not_run", "seconds"):
@@ -96,9 +98,14 @@ class Stats:
         s.failures += 1
         s.seconds += seconds
         s.kinds[failure.kind] = s.kinds.get(failure.kind, 0) + 1
-        ratio = failure.fields.get("ratio")
-        if not s.failing_case or (ratio is not None and ratio > (s.failing_ratio or 0)):
-            s.failing_ratio, s.failing_case = ratio, failure.context.get("case", "")
+        if not s.failing_case:
+            s.failing_ratio, s.failing_case = failure.fields.get("ratio"), failure.context.get("case", "")
+
+    def reported_failure(self, target_id: str, failure, case_text: str) -> None:
+        """The failure a test reports, on its shrunk case: what the table shows for the target."""
+        s = self._of(target_id)
+        if not s.reported:
+            s.failing_ratio, s.failing_case, s.reported = failure.fields.get("ratio"), case_text, True
 
     def reached(self, target_id: str, features: set[str], wanted) -> None:
         """Count an example's features; `wanted()` (what the target can reach) is asked once per target."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from properties.report import phases, stats
+from gemm_fuzz.properties.report import phases, stats
 
 FAILED_COLOUR = "#d62728"
 # failure kinds in a plot's cell

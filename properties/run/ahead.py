@@ -72,7 +72,7 @@ def compile_ahead(variant, cases, backend) -> int:
     were handed over (those seen before are not)."""
     if backend.interpreted:
         return 0
-    from properties.model.cases import materialize
+    from gemm_fuzz.properties.model.cases import materialize
 
     fresh = []
     for case in cases:

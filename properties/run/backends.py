@@ -59,15 +59,15 @@ _ACTIVE: Backend | None = None
 def activate(requested: str = "auto") -> Backend:
     """Choose the backend for this process (idempotent for the same choice)."""
     global _ACTIVE
-    if "kernels" not in sys.modules:
+    if "gemm_fuzz.kernels" not in sys.modules:
         os.environ["GEMM_BACKEND"] = requested  # read by kernels.mode when the package loads
-    import kernels
+    from gemm_fuzz import kernels
 
     name = kernels.mode.require(requested)
     if _ACTIVE is not None and _ACTIVE.name == name:
         return _ACTIVE
     if name == "interpreter":
-        from properties.interpreter import fast, fixes, sanitizer, schedule
+        from gemm_fuzz.properties.interpreter import fast, fixes, sanitizer, schedule
 
         emulations = tuple(fixes.apply())
         scheduler = schedule.install()  # after the fixes (it wraps them), before any sanitizer block (which wraps it)

@@ -25,18 +25,21 @@ import contextlib
 import dataclasses
 import json
 import os
+import sysconfig
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
 
-from kernels import operands
-from kernels.registry import Variant
-from properties.interpreter import sanitizer
-from properties.judge import agreement, oracles, relations
-from properties.judge.failures import (
+from gemm_fuzz import reference
+from gemm_fuzz.kernels import operands
+from gemm_fuzz.kernels.registry import Variant
+from gemm_fuzz.properties.interpreter import sanitizer
+from gemm_fuzz.properties.judge import agreement, oracles, relations
+from gemm_fuzz.properties.judge.failures import (
     Crashed,
     GemmFailure,
     InterpreterLimitation,
@@ -44,11 +47,11 @@ from properties.judge.failures import (
     NotRunnable,
     SuiteError,
 )
-from properties.model.cases import GemmCase, Operands, materialize
-from properties.report import phases
-from properties.run import ahead, backends, preconditions
-from reference.formats import by_name, name_of
-from reference.numpy_ref import to_float64
+from gemm_fuzz.properties.model.cases import GemmCase, Operands, materialize
+from gemm_fuzz.properties.report import phases
+from gemm_fuzz.properties.run import ahead, backends, preconditions
+from gemm_fuzz.reference.formats import by_name, name_of
+from gemm_fuzz.reference.numpy_ref import to_float64
 
 CHECKS = ("reference", "metamorphic", "agreement", "output", "cross_backend")
 
@@ -141,6 +144,11 @@ def launch(variant: Variant, ops: Operands, backend: backends.Backend, config=()
 
 
 _INTERPRETER_FILES = (os.path.join("triton", "runtime", "interpreter.py"), os.path.join("triton", "_C"))
+# where a frame is not the kernel's or its launcher's: Python's library, installed packages (Triton's,
+# torch's), the suite's own machinery; the deepest frame elsewhere is the line a failure is placed at
+_NOT_THE_KERNELS = tuple(dict.fromkeys(
+    [sysconfig.get_paths()[k] + os.sep for k in ("stdlib", "platstdlib", "purelib", "platlib")]
+    + [str(Path(__file__).resolve().parents[1]) + os.sep, str(Path(reference.__file__).resolve().parent) + os.sep]))
 
 
 # what the CUDA driver says when a block asks for more registers or threads than a multiprocessor has
@@ -183,10 +191,10 @@ def classify(error: BaseException, backend: str) -> GemmFailure:
             f"Triton's interpreter itself failed ({text}, in {where.name} at interpreter.py:{where.lineno}); "
             "this is a gap of the CPU interpreter, not a verdict on the kernel: run it on a GPU",
             error=type(root).__name__, detail=str(root))
-    kernel_frame = next((f for f in reversed(frames) if "site-packages" not in f.filename
-                         and os.sep + "properties" + os.sep not in f.filename), None)
-    at = f" at {os.path.basename(kernel_frame.filename)}:{kernel_frame.lineno}" if kernel_frame else ""
-    return LauncherRefused(f"the launcher raised {text}{at}", error=type(root).__name__, detail=str(root))
+    kernel_frame = next((f for f in reversed(frames) if not f.filename.startswith(_NOT_THE_KERNELS)), None)
+    line = f"{os.path.basename(kernel_frame.filename)}:{kernel_frame.lineno}" if kernel_frame else ""
+    return LauncherRefused(f"the launcher raised {text}" + (f" at {line}" if line else ""), error=type(root).__name__,
+                           detail=str(root), line=line)
 
 
 # --- the checks ------------------------------------------------------------------------------------
@@ -262,7 +270,7 @@ def _checks(example: Example, backend: backends.Backend):
     the race detector (the sanitizer wraps each launch)."""
     if not backend.interpreted:
         return contextlib.nullcontext()
-    from properties.interpreter import races, schedule
+    from gemm_fuzz.properties.interpreter import races, schedule
 
     stack = contextlib.ExitStack()
     stack.enter_context(schedule.ordered(example.case.order))

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from properties.run import children
+from gemm_fuzz.properties.run import children
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ def shares(target_ids: list[str], workers: int, backend: str) -> list[Share]:
 
 
 def _child_command(argv: list[str], share: Share, directory: Path, until: float) -> list[str]:
-    return [sys.executable, "-m", "properties.campaign", *argv, "--workers", "1", "--until", f"{until:.3f}",
+    return [sys.executable, "-m", "gemm_fuzz.properties.campaign", *argv, "--workers", "1", "--until", f"{until:.3f}",
             "--report", str(directory / share.name), *[a for t in share.target_ids for a in ("--target", t)]]
 
 

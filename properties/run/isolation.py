@@ -27,9 +27,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from properties.judge.failures import Crashed, GemmFailure, MemcheckError, RacecheckError, TimedOut
-from properties.run import children
-from properties.worker import ANSWER
+from gemm_fuzz.properties.judge.failures import Crashed, GemmFailure, MemcheckError, RacecheckError, TimedOut
+from gemm_fuzz.properties.run import children
+from gemm_fuzz.properties.worker import ANSWER
 
 # compute-sanitizer's command line per tool: memcheck sees invalid global and shared accesses; racecheck
 # sees hazards on shared memory between the threads of one block (never global memory, never between
@@ -70,7 +70,7 @@ class Worker:
         return (json.dumps(self.kernel, sort_keys=True), self.sanitizer, self.caching_allocator)
 
     def command(self) -> list[str]:
-        cmd = [sys.executable, "-m", "properties.worker", "--backend", self.backend]
+        cmd = [sys.executable, "-m", "gemm_fuzz.properties.worker", "--backend", self.backend]
         if self.kernel:
             cmd += ["--kernel", json.dumps(self.kernel)]
         return list(SANITIZERS[self.sanitizer]) + cmd if self.sanitizer else cmd

@@ -10,7 +10,7 @@ from pathlib import Path
 def split(spec: str) -> tuple[str, str, Path | None]:
     """(where, FUNC, the file's absolute path or None for a module); ValueError if there is no ':'."""
     if ":" not in spec:
-        raise ValueError(f"--gemm-kernel {spec!r}: expected PATH.py:FUNC or module:FUNC")
+        raise ValueError(f"{spec!r}: expected PATH.py:FUNC or module:FUNC")
     where, func = spec.rsplit(":", 1)
     is_file = where.endswith(".py") or "/" in where or "\\" in where
     return where, func, Path(where).expanduser().resolve() if is_file else None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from kernels.registry import Variant
+from gemm_fuzz.kernels.registry import Variant
 
 _ALIGNMENT = 16  # bytes: what vectorised loads and tensor descriptors commonly need
 
@@ -50,3 +50,25 @@ def hint(variant: Variant, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) ->
         return (f" on C of {_dtype(c.dtype)} for {_dtype(a.dtype)} inputs; if the kernel writes only "
                 f"{_dtype(default)}, declare dtypes={{{_dtype(a.dtype)}: ({_dtype(default)},)}}")
     return ""
+
+
+def refusal(variant: Variant, case, device: torch.device) -> str | None:
+    """Why `variant`'s contract, as declared now, does not admit `case` (a repro script's, recorded
+    under an earlier contract), or None when it does: dtypes, configuration, then the operands' checks
+    its launcher makes."""
+    from gemm_fuzz.kernels import operands
+    from gemm_fuzz.properties.model.cases import materialize
+    from gemm_fuzz.reference.formats import by_name
+
+    dtype, out = by_name(case.dtype).dtype, by_name(case.out_dtype).dtype
+    if dtype not in variant.dtypes:
+        return f"it declares no {_dtype(dtype)} inputs (dtypes {', '.join(_dtype(d) for d in variant.dtypes)})"
+    if out not in variant.dtypes[dtype]:
+        return f"it declares no C of {_dtype(out)} for {_dtype(dtype)} inputs"
+    try:
+        variant.config(device.type, dtype, dict(case.config) or None)
+        ops = materialize(case, device)
+        operands.check(variant, ops.a.view, ops.b.view, ops.c.view)
+    except (TypeError, ValueError) as e:
+        return str(e)
+    return None

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from properties.judge import compare
-from properties.judge.failures import (
+from gemm_fuzz.properties.judge import compare
+from gemm_fuzz.properties.judge.failures import (
     Crashed,
     GemmFailure,
     LauncherRefused,
@@ -38,12 +38,12 @@ from properties.judge.failures import (
     TimedOut,
     ValueOutOfBound,
 )
-from properties.model import runnable
-from properties.report import reached, repros
-from properties.report.stats import Stats
-from properties.run import ahead, backends, examples, isolation, targets
-from properties.run.examples import Example, Observation
-from reference.formats import by_name
+from gemm_fuzz.properties.model import runnable
+from gemm_fuzz.properties.report import reached, repros
+from gemm_fuzz.properties.report.stats import Stats
+from gemm_fuzz.properties.run import ahead, backends, examples, isolation, targets
+from gemm_fuzz.properties.run.examples import Example, Observation
+from gemm_fuzz.reference.formats import by_name
 
 MODES = ("process", "worker", "sanitize", "racecheck")
 # the compute-sanitizer tool each GPU-only mode runs its worker under
@@ -52,6 +52,11 @@ SANITIZER = {"sanitize": "memcheck", "racecheck": "racecheck"}
 
 class OutOfTime(BaseException):
     """A property's deadline passed (not an Exception, so Hypothesis lets it through at once)."""
+
+
+class NothingJudged(Exception):
+    """Every example of a test was left out as an interpreter limitation: nothing was judged here (the
+    plugin skips the test with the reason; a GPU runs what the interpreter cannot)."""
 
 
 @dataclass(frozen=True)
@@ -218,9 +223,9 @@ class Runner:
     def _cross_backend(self, example: Example, variant, timeout: float) -> Observation:
         """The same kernel compiled (here) and interpreted (in a worker): bit-equal where exact, within
         both runs' bounds elsewhere."""
-        from properties.judge import oracles
-        from properties.model.cases import materialize
-        from reference import numpy_ref
+        from gemm_fuzz.properties.judge import oracles
+        from gemm_fuzz.properties.model.cases import materialize
+        from gemm_fuzz.reference import numpy_ref
 
         start = time.perf_counter()
         context = dict(variant=example.variant, case=example.case.describe(), check="compiled against interpreted")
@@ -233,7 +238,7 @@ class Runner:
             allow = oracles.reference_allowance(
                 product, example.case.K, example.case.dtype, resolved.precision, example.case.out_dtype,
                 oracles.output_partials(resolved, example.case.dtype, example.case.config))
-            from properties.judge.relations import Run, paired
+            from gemm_fuzz.properties.judge.relations import Run, paired
 
             runs = [Run(interpreted, allow), Run(compiled, allow)]
             compare.values(compiled, paired(interpreted, runs), against="the interpreted kernel")
@@ -246,8 +251,10 @@ class Runner:
 
     # --- Hypothesis tests ----------------------------------------------------------------------
 
-    def property(self, target_id: str, deadline: float | None = None) -> PropertyRun:
-        return PropertyRun(self, target_id, deadline)
+    def property(self, target_id: str, deadline: float | None = None, record: bool = True) -> PropertyRun:
+        """The examples of one test (or campaign target); `record`: counted in this runner's statistics
+        under `target_id` (a replayed repro script is not a target)."""
+        return PropertyRun(self, target_id, deadline, record)
 
 
 def check(variant, case, backend: backends.Backend | None = None) -> Observation:
@@ -291,9 +298,10 @@ def _reject() -> None:
 class PropertyRun:
     """The examples of one Hypothesis test (or one campaign target): see the module docstring."""
 
-    def __init__(self, runner: Runner, target_id: str, deadline: float | None = None):
+    def __init__(self, runner: Runner, target_id: str, deadline: float | None = None, record: bool = True):
         self.runner = runner
         self.target_id = target_id
+        self.stats = runner.stats if record else Stats()  # a replay's are its own, reported nowhere
         self.deadline = deadline  # monotonic: no new example after it (the campaign's share)
         self.first_failure: float | None = None
         self.shrink_until: float | None = None
@@ -333,7 +341,16 @@ class PropertyRun:
         if max_examples is not None:
             test = settings(max_examples=max_examples)(test)
         test.hypothesis.inner_test._hypothesis_internal_add_digest = self.database_key.encode()
-        test()
+        from hypothesis.errors import FailedHealthCheck, Unsatisfiable
+
+        try:
+            test()
+        except (FailedHealthCheck, Unsatisfiable) as error:  # every example was left out
+            judged = self.stats.targets.get(self.target_id)
+            if judged is None or judged.examples or not judged.limitations:
+                raise
+            raise NothingJudged(f"Triton's interpreter could not run any example ({judged.limitations} tried): "
+                                f"{judged.limitation}") from error
 
     def run(self, example: Example, variant=None) -> Observation:
         self.calls += 1
@@ -349,7 +366,7 @@ class PropertyRun:
             raise failure.with_traceback(None) from None
 
     def _run(self, example: Example, variant) -> Observation:
-        settings, stats = self.runner.settings, self.runner.stats
+        settings, stats = self.runner.settings, self.stats
         if self.internal is not None:  # the suite's own error: this test's every example reports it
             raise copy.copy(self.internal)
         final = _is_final()
@@ -415,7 +432,7 @@ class PropertyRun:
         full = variant.configs_for(device, by_name(dtype).dtype)[index]
         label = ",".join(f"{k}={v}" for k, v in full.items())
         whose = "" if self.target_id.startswith(f"{variant.name}-") else f"{variant.name} "  # a peer's
-        self.runner.stats.not_runnable(self.target_id, f"config {index}", f"{whose}config {index} ({label}) not "
+        self.stats.not_runnable(self.target_id, f"config {index}", f"{whose}config {index} ({label}) not "
                                        f"runnable on {failure.fields['device']}: {failure.fields['reason']}")
         space = variant.configs_for(device, by_name(dtype).dtype)
         if len(runnable.blocked(variant, dtype)) < len(space):
@@ -432,11 +449,11 @@ class PropertyRun:
         if variant is None or example.check not in ("reference", "metamorphic"):
             return
         device = self.runner.backend.device.type
-        self.runner.stats.reached(self.target_id, reached.features(example.case, variant, device),
+        self.stats.reached(self.target_id, reached.features(example.case, variant, device),
                                   lambda: reached.expected(variant, device, example.case.dtype))
 
     def _failed(self, key: str, failure: GemmFailure, seconds: float, fault: bool) -> None:
-        self.runner.stats.failed(self.target_id, failure, seconds)
+        self.stats.failed(self.target_id, failure, seconds)
         now = time.monotonic()
         if self.first_failure is None:
             self.first_failure = now
@@ -460,7 +477,8 @@ class PropertyRun:
                 note(f"repro: python {path}")
             except Exception:  # noqa: BLE001  outside a Hypothesis test
                 pass
-        failure.case = example.case  # the case it is reported on (the summary tells bugs apart by it)
+        failure.case = example.case  # the case it is reported on (the summary lists bugs' cases by it)
+        self.stats.reported_failure(self.target_id, failure, example.case.describe())
         self.failure, self.example = failure, example
         return failure
 
@@ -469,7 +487,7 @@ class PropertyRun:
         wrong value, bit-exact or not; any other failure keeps its kind): plain layouts, `ones`, seed 0,
         the default output dtype, then each dimension bisected down to the smallest value that still
         fails; again until nothing changes (a smaller case may take a plainer profile). Bounded in time."""
-        from properties.model import strategies
+        from gemm_fuzz.properties.model import strategies
 
         resolved = variant or _safe_resolve(example.variant or example.parameters.get("peers", ("",))[0])
         if resolved is None:

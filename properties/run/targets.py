@@ -9,8 +9,8 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass
 
-from kernels.registry import Variant
-from reference.formats import name_of
+from gemm_fuzz.kernels.registry import Variant
+from gemm_fuzz.reference.formats import name_of
 
 SELECTORS = ("fp16", "bf16", "fp32", "tf32", "fp8e4m3", "fp8e5m2", "int8")
 ALIASES = {"fp8": ("fp8e4m3", "fp8e5m2")}
@@ -38,10 +38,10 @@ class Target:
 
 def resolve(name: str) -> Variant:
     """A variant by name: built in, a mutant, or a user's kernel loaded in this process."""
-    import kernels
+    from gemm_fuzz import kernels
 
     if name.startswith("user:"):
-        from properties.run import user_kernel
+        from gemm_fuzz.properties.run import user_kernel
 
         found = user_kernel.loaded(name)
         if found is None:
@@ -50,7 +50,7 @@ def resolve(name: str) -> Variant:
     try:
         return kernels.get(name)
     except KeyError as builtin_error:
-        from kernels import mutants
+        from gemm_fuzz.kernels import mutants
 
         try:
             return mutants.variant(name)

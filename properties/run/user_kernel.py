@@ -25,11 +25,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from triton.runtime.autotuner import Autotuner
+from triton.runtime.jit import KernelInterface
 
-from kernels import autotuning, contracts, operands
-from kernels.contracts import SIGNATURES
-from kernels.registry import Variant
-from properties.run import kernel_spec
+from gemm_fuzz.kernels import autotuning, contracts, operands
+from gemm_fuzz.kernels.contracts import SIGNATURES
+from gemm_fuzz.kernels.registry import Variant
+from gemm_fuzz.properties.run import kernel_spec
 
 # attributes FUNC once declared its facts with; the contract holds them now
 _RETIRED = {"supported_dtypes": "dtypes={torch.float16: (torch.float16,), ...}", "precision": "precision=...",
@@ -50,7 +51,8 @@ class KernelRef:
     spec: str  # /absolute/path.py:FUNC, or module:FUNC
     signature: str | None  # as given on the command line (None: the function's own attribute)
     path: str  # the file that defines it
-    digest: str  # the first 8 hex digits of the file's sha256 (a repro says when it changed)
+    digest: str  # 8 hex digits of a sha256 of the file's path and content: its identity (`name`) and what a
+    #              repro script compares to say the file changed
 
     @property
     def func(self) -> str:
@@ -64,12 +66,12 @@ class KernelRef:
     def name(self) -> str:
         """The kernel's identity: its file (where it is and what it holds) and function, so two kernels
         never share one."""
-        where = hashlib.sha256(f"{self.path}\n{self.digest}".encode()).hexdigest()[:8]
-        return f"user:{Path(self.path).stem}.{self.func}#{where}"
+        return f"user:{Path(self.path).stem}.{self.func}#{self.digest}"
 
 
 def _digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:8]
+    """Where the file is and what it holds, in 8 hex digits: two files of one content never share it."""
+    return hashlib.sha256(f"{path}\n".encode() + path.read_bytes()).hexdigest()[:8]
 
 
 def _exec_file(spec: str, path: Path):
@@ -82,9 +84,9 @@ def _exec_file(spec: str, path: Path):
     try:
         module_spec.loader.exec_module(module)
     except SyntaxError as e:
-        raise KernelSpecError(f"--gemm-kernel {spec!r}: {e.filename}:{e.lineno}: syntax error: {e.msg}") from None
+        raise KernelSpecError(f"{spec!r}: {e.filename}:{e.lineno}: syntax error: {e.msg}") from None
     except Exception as e:  # noqa: BLE001  the user's module raised while being imported
-        raise KernelSpecError(f"--gemm-kernel {spec!r}: importing {_where_raised(e, path)} raised "
+        raise KernelSpecError(f"{spec!r}: importing {_where_raised(e, path)} raised "
                               f"{type(e).__name__}: {e}") from None
     finally:
         sys.path.remove(str(path.parent))
@@ -104,28 +106,34 @@ def _import(spec: str):
     except ValueError as e:
         raise KernelSpecError(str(e)) from None
     if not func.isidentifier():
-        raise KernelSpecError(f"--gemm-kernel {spec!r}: {func!r} is not a function name")
+        raise KernelSpecError(f"{spec!r}: {func!r} is not a function name")
     if path is not None:
         if not path.is_file():
-            raise KernelSpecError(f"--gemm-kernel {spec!r}: no file {path}")
+            raise KernelSpecError(f"{spec!r}: no file {path}")
         module, canonical = _exec_file(spec, path), kernel_spec.canonical(spec)
     else:
         try:
             module = importlib.import_module(where)
         except SyntaxError as e:
-            raise KernelSpecError(f"--gemm-kernel {spec!r}: {e.filename}:{e.lineno}: syntax error: {e.msg}") from None
+            raise KernelSpecError(f"{spec!r}: {e.filename}:{e.lineno}: syntax error: {e.msg}") from None
         except ImportError as e:
-            raise KernelSpecError(f"--gemm-kernel {spec!r}: cannot import module {where!r}: {e}") from None
+            raise KernelSpecError(f"{spec!r}: cannot import module {where!r}: {e}") from None
         except Exception as e:  # noqa: BLE001
-            raise KernelSpecError(f"--gemm-kernel {spec!r}: importing module {where!r} raised "
+            raise KernelSpecError(f"{spec!r}: importing module {where!r} raised "
                                   f"{type(e).__name__}: {e}") from None
         path, canonical = Path(module.__file__).resolve(), spec
     if not hasattr(module, func):
         defined = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_"))
-        raise KernelSpecError(f"--gemm-kernel {spec!r}: {where} has no {func!r}; it defines {', '.join(defined)}")
+        raise KernelSpecError(f"{spec!r}: {where} has no {func!r}; it defines {', '.join(defined)}")
     fn = getattr(module, func)
+    if isinstance(fn, KernelInterface):  # the kernel itself, not the Python function that launches it
+        kind = "an @triton.autotune'd kernel" if isinstance(fn, Autotuner) else "a @triton.jit kernel"
+        launchers = sorted(n for n, v in vars(module).items() if inspect.isfunction(v) and not n.startswith("_")
+                           and getattr(v, "__module__", None) == module.__name__)
+        raise KernelSpecError(f"{spec!r}: {func} is {kind}; pass the Python function that launches it, called as "
+                              "FUNC(a, b, c)" + (f" (in {where}: {', '.join(launchers)})" if launchers else ""))
     if not callable(fn):
-        raise KernelSpecError(f"--gemm-kernel {spec!r}: {func} is a {type(fn).__name__}, not a function")
+        raise KernelSpecError(f"{spec!r}: {func} is a {type(fn).__name__}, not a function")
     return fn, func, canonical, path
 
 
@@ -147,7 +155,7 @@ def _autotuner(fn, spec: str) -> Autotuner | None:
             elif inspect.isfunction(value) and value.__globals__ is module_globals:
                 codes.append(value.__code__)
     if len(found) > 1:
-        raise KernelSpecError(f"--gemm-kernel {spec!r}: {fn.__name__} launches {len(found)} autotuned kernels "
+        raise KernelSpecError(f"{spec!r}: {fn.__name__} launches {len(found)} autotuned kernels "
                               f"({', '.join(sorted(found))}); the suite pins one configuration list")
     return next(iter(found.values()), None)
 
@@ -178,8 +186,8 @@ def load(spec: str, signature: str | None = None) -> Variant:
         return _LOADED[ref.name][0]
     retired = [n for n in _RETIRED if n in getattr(fn, "__dict__", {})]
     if retired:
-        raise KernelSpecError(f"--gemm-kernel {spec!r}: {func}.{retired[0]} is no longer read; declare it in the "
-                              f"contract: @kernels.contract({_RETIRED[retired[0]]}) on {func}")
+        raise KernelSpecError(f"{spec!r}: {func}.{retired[0]} is no longer read; declare it in the "
+                              f"contract: @gemm_fuzz.kernels.contract({_RETIRED[retired[0]]}) on {func}")
     if signature is not None and signature not in SIGNATURES:
         raise KernelSpecError(f"kernel signature {signature!r}; expected one of {', '.join(SIGNATURES)}")
     declared = contracts.of(fn)
@@ -187,7 +195,7 @@ def load(spec: str, signature: str | None = None) -> Variant:
         declared = replace(declared, signature=signature)
     tuner = _autotuner(fn, spec)
     if tuner is not None and declared.configs:
-        raise KernelSpecError(f"--gemm-kernel {spec!r}: {func} declares configs and launches an autotuned kernel; "
+        raise KernelSpecError(f"{spec!r}: {func} declares configs and launches an autotuned kernel; "
                               "the autotuner's list is its configuration space, so leave configs out")
     configs, tuner_keys = _space(tuner, declared.blocks) if tuner is not None else (declared.configs, set())
     leetgpu = declared.signature == "leetgpu"
@@ -200,7 +208,7 @@ def load(spec: str, signature: str | None = None) -> Variant:
         if keywords:
             expected = expected[:-1] + ", config)"
         raise KernelSpecError(
-            f"--gemm-kernel {spec!r}: {func}{inspect.signature(fn)} cannot be called as {expected} (the "
+            f"{spec!r}: {func}{inspect.signature(fn)} cannot be called as {expected} (the "
             f"{declared.signature} signature" + (", with declared configs" if keywords else "") + ")"
         ) from None
 
@@ -221,7 +229,7 @@ def load(spec: str, signature: str | None = None) -> Variant:
     try:
         variant = declared.variant(ref.name, launch, configs, f"user kernel {spec}", described)
     except ValueError as e:
-        raise KernelSpecError(f"--gemm-kernel {spec!r}: {e}") from None
+        raise KernelSpecError(f"{spec!r}: {e}") from None
     _LOADED[ref.name] = (variant, ref)
     return variant
 
