@@ -10,9 +10,8 @@ import triton
 import triton.language as tl
 import triton.testing
 
-from gemm_fuzz.kernels import autotuning, dtypes, mode, operands, registry
-from gemm_fuzz.kernels.dtypes import ALL_DTYPES
-from gemm_fuzz.kernels.registry import Requirements, register_precisions
+from gemm_fuzz.kernels import autotuning, dtypes, mode, registry
+from gemm_fuzz.kernels.registry import INT32_OFFSETS, register_precisions
 
 SEED_002 = [  # (BM, BN, BK, warps, stages)
     (128, 64, 64, 4, 4), (128, 128, 32, 4, 3), (128, 128, 64, 8, 3), (64, 256, 32, 8, 4), (256, 128, 32, 8, 3),
@@ -108,12 +107,8 @@ SPACE = {"cpu": _space(CPU_CONFIGS, 4), "cuda": _space(CONFIGS, 2), "cuda/fp32":
 
 
 def make_launch(name: str, precision: str):
-    def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config=None) -> None:
-        variant = registry.get(name)
-        M, N, K = operands.check(variant, a, b, c)
-        if M == 0 or N == 0:
-            return
-        cfg = variant.config(a.device.type, a.dtype, config)
+    @registry.launcher(name)
+    def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, M: int, N: int, K: int, cfg: dict) -> None:
         grid = lambda meta: (triton.cdiv(M, meta["BM"]), triton.cdiv(N, meta["BN"]))
         with autotuning.pinned(autotuned_kernel, cfg):
             autotuned_kernel[grid](
@@ -125,12 +120,6 @@ def make_launch(name: str, precision: str):
     return launch
 
 
-register_precisions(
-    "autotuned",
-    make_launch,
-    ALL_DTYPES,
-    configs=SPACE,
-    origin="seeds 002 and 001: @triton.autotune over their configurations, keyed on M, N, K",
-    requirements=Requirements(max_offset=2**31 - 1),
-    description="tiled kernel under @triton.autotune; each configuration pinned in turn",
-)
+register_precisions("autotuned", make_launch, SPACE, INT32_OFFSETS,
+                    origin="seeds 002 and 001: @triton.autotune over their configurations, keyed on M, N, K",
+                    description="tiled kernel under @triton.autotune; each configuration pinned in turn")

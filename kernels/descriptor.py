@@ -13,13 +13,14 @@ each operand needs one dimension of stride 1 (a row- or column-major operand; co
 described transposed and transposed back after the load), the other stride a multiple of 16 bytes,
 and a 16-byte aligned base. Grouped tile order as in `grouped`."""
 
+from dataclasses import replace
+
 import torch
 import triton
 import triton.language as tl
 
-from gemm_fuzz.kernels import dtypes, operands, registry
-from gemm_fuzz.kernels.dtypes import ALL_DTYPES
-from gemm_fuzz.kernels.registry import Requirements, register_precisions
+from gemm_fuzz.kernels import dtypes, registry
+from gemm_fuzz.kernels.registry import INT32_OFFSETS, register_precisions
 
 
 @triton.jit
@@ -108,15 +109,11 @@ def _orientation(t: torch.Tensor) -> tuple[bool, int]:
 
 
 def make_launch(name: str, precision: str):
-    def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config=None) -> None:
-        variant = registry.get(name)
-        M, N, K = operands.check(variant, a, b, c)
-        if M == 0 or N == 0:
-            return
+    @registry.launcher(name)
+    def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, M: int, N: int, K: int, cfg: dict) -> None:
         (a_col, sa), (b_col, sb), (c_col, _) = _orientation(a), _orientation(b), _orientation(c)
         inner = M if c_col else N
         c_tma = (inner * c.element_size()) % 16 == 0
-        cfg = variant.config(a.device.type, a.dtype, config)
         if a.device.type == "cuda":
             plain = c_tma and c.element_size() <= 2 and not (a_col or b_col or c_col)
             if cfg["BM"] * cfg["BN"] > 128 * 128 and not plain:
@@ -126,18 +123,12 @@ def make_launch(name: str, precision: str):
             a, b, c, M, N, K, sa, sb, c.stride(0), c.stride(1),
             A_COL=a_col, B_COL=b_col, C_COL=c_col, C_TMA=c_tma,
             BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], PRECISION=precision,
-            ACC=dtypes.accumulator(a.dtype), num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
+            ACC=dtypes.accumulator(a.dtype), **registry.options(cfg),
         )
 
     return launch
 
 
-register_precisions(
-    "descriptor",
-    make_launch,
-    ALL_DTYPES,
-    configs=CONFIGS,
-    origin="Triton tutorial 09's TMA path: tl.make_tensor_descriptor loads and stores, no masks",
-    requirements=Requirements(max_offset=2**31 - 1, stride_alignment=16, contiguous_dim=True),
-    description="tensor descriptors (TMA on Hopper), row- or column-major operands; masked C store on ragged rows",
-)
+register_precisions("descriptor", make_launch, CONFIGS, replace(INT32_OFFSETS, stride_alignment=16, contiguous_dim=True),
+                    origin="Triton tutorial 09's TMA path: tl.make_tensor_descriptor loads and stores, no masks",
+                    description="tensor descriptors (TMA on Hopper), row- or column-major operands; masked C store on ragged rows")

@@ -7,9 +7,8 @@ import torch
 import triton
 import triton.language as tl
 
-from gemm_fuzz.kernels import dtypes, operands, registry
-from gemm_fuzz.kernels.dtypes import ALL_DTYPES
-from gemm_fuzz.kernels.registry import Requirements, register_precisions
+from gemm_fuzz.kernels import dtypes, registry
+from gemm_fuzz.kernels.registry import INT32_OFFSETS, register_precisions
 
 
 @triton.jit
@@ -64,29 +63,19 @@ CONFIGS = {
 
 
 def make_launch(name: str, precision: str):
-    def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config=None) -> None:
-        variant = registry.get(name)
-        M, N, K = operands.check(variant, a, b, c)
-        if M == 0 or N == 0:
-            return
-        cfg = variant.config(a.device.type, a.dtype, config)
+    @registry.launcher(name)
+    def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, M: int, N: int, K: int, cfg: dict) -> None:
         grid = (triton.cdiv(M, cfg["BM"]) * triton.cdiv(N, cfg["BN"]),)
         grouped_kernel[grid](
             a, b, c, M, N, K,
             a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
             BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], PRECISION=precision,
-            ACC=dtypes.accumulator(a.dtype), num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
+            ACC=dtypes.accumulator(a.dtype), **registry.options(cfg),
         )
 
     return launch
 
 
-register_precisions(
-    "grouped",
-    make_launch,
-    ALL_DTYPES,
-    configs=CONFIGS,
-    origin="seeds 000 and 004: 1-D grid with GROUP_SIZE_M re-ordering for L2 reuse (Triton tutorial 03)",
-    requirements=Requirements(max_offset=2**31 - 1),
-    description="grouped tile order, last group smaller",
-)
+register_precisions("grouped", make_launch, CONFIGS, INT32_OFFSETS,
+                    origin="seeds 000 and 004: 1-D grid with GROUP_SIZE_M re-ordering for L2 reuse (Triton tutorial 03)",
+                    description="grouped tile order, last group smaller")

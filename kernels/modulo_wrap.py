@@ -7,9 +7,8 @@ import torch
 import triton
 import triton.language as tl
 
-from gemm_fuzz.kernels import dtypes, operands, registry
-from gemm_fuzz.kernels.dtypes import ALL_DTYPES
-from gemm_fuzz.kernels.registry import Requirements, register_precisions
+from gemm_fuzz.kernels import dtypes, registry
+from gemm_fuzz.kernels.registry import INT32_OFFSETS, register_precisions
 
 
 @triton.jit
@@ -53,28 +52,18 @@ CONFIGS = {
 
 
 def make_launch(name: str, precision: str):
-    def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config=None) -> None:
-        variant = registry.get(name)
-        M, N, K = operands.check(variant, a, b, c)
-        if M == 0 or N == 0:
-            return
-        cfg = variant.config(a.device.type, a.dtype, config)
+    @registry.launcher(name)
+    def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, M: int, N: int, K: int, cfg: dict) -> None:
         modulo_wrap_kernel[(triton.cdiv(M, cfg["BM"]) * triton.cdiv(N, cfg["BN"]),)](
             a, b, c, M, N, K,
             a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
             BLOCK_SIZE_M=cfg["BM"], BLOCK_SIZE_N=cfg["BN"], BLOCK_SIZE_K=cfg["BK"], PRECISION=precision,
-            ACC=dtypes.accumulator(a.dtype), num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
+            ACC=dtypes.accumulator(a.dtype), **registry.options(cfg),
         )
 
     return launch
 
 
-register_precisions(
-    "modulo_wrap",
-    make_launch,
-    ALL_DTYPES,
-    configs=CONFIGS,
-    origin="seed 003: 1-D grid, offsets wrapped with % M and % N, masked store",
-    requirements=Requirements(max_offset=2**31 - 1),
-    description="wrap-around offsets instead of M/N load masks",
-)
+register_precisions("modulo_wrap", make_launch, CONFIGS, INT32_OFFSETS,
+                    origin="seed 003: 1-D grid, offsets wrapped with % M and % N, masked store",
+                    description="wrap-around offsets instead of M/N load masks")

@@ -11,7 +11,7 @@ import torch
 import triton
 import triton.language as tl
 
-from gemm_fuzz.kernels import dtypes, operands, registry
+from gemm_fuzz.kernels import dtypes, registry
 from gemm_fuzz.kernels.dtypes import ALL_DTYPES
 from gemm_fuzz.kernels.registry import Variant, register
 
@@ -48,16 +48,12 @@ CONFIGS = {
 }
 
 
-def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config=None) -> None:
-    variant = registry.get("naive")
-    M, N, K = operands.check(variant, a, b, c)
-    if M == 0 or N == 0:
-        return
-    cfg = variant.config(a.device.type, a.dtype, config)
+@registry.launcher("naive")
+def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, M: int, N: int, K: int, cfg: dict) -> None:
     naive_kernel[(triton.cdiv(M, cfg["BM"]), triton.cdiv(N, cfg["BN"]))](
         a, b, c, M, N, K,
         a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-        BM=cfg["BM"], BN=cfg["BN"], ACC=dtypes.accumulator(a.dtype), num_warps=cfg["num_warps"],
+        BM=cfg["BM"], BN=cfg["BN"], ACC=dtypes.accumulator(a.dtype), **registry.options(cfg),
     )
 
 

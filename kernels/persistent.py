@@ -28,9 +28,8 @@ import torch
 import triton
 import triton.language as tl
 
-from gemm_fuzz.kernels import dtypes, machine, operands, registry
-from gemm_fuzz.kernels.dtypes import ALL_DTYPES
-from gemm_fuzz.kernels.registry import Requirements, register_precisions
+from gemm_fuzz.kernels import dtypes, machine, registry
+from gemm_fuzz.kernels.registry import INT32_OFFSETS, register_precisions
 
 
 @triton.jit
@@ -221,14 +220,8 @@ def _allocate_scratch(size: int, alignment: int, stream):
 
 
 def make_launch(name: str, precision: str):
-    def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config: dict | None = None) -> None:
-        variant = registry.get(name)
-        M, N, K = operands.check(variant, a, b, c)
-        if M == 0 or N == 0:
-            return
-        if config is not None:
-            _checked(config)
-        cfg = variant.config(a.device.type, a.dtype, config)
+    @registry.launcher(name, validate=_checked)
+    def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, M: int, N: int, K: int, cfg: dict) -> None:
         a_tma, a_col = _tma_layout(a)
         b_tma, b_col = _tma_layout(b)
         c_tma, c_col = _tma_layout(c)
@@ -245,19 +238,13 @@ def make_launch(name: str, precision: str):
             BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP_M=cfg["GROUP_M"], NUM_PROGRAMS=programs,
             EPILOGUE_SUBTILE=cfg["EPILOGUE_SUBTILE"], FLATTEN=cfg["FLATTEN"], WARP_SPECIALIZE=specialize,
             PRECISION=precision, ACC=dtypes.accumulator(a.dtype),
-            num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
+            **registry.options(cfg),
         )
 
     return launch
 
 
-register_precisions(
-    "persistent",
-    make_launch,
-    ALL_DTYPES,
-    configs=CONFIGS,
-    origin="seed 000 and Triton tutorial 09: a persistent matmul over the SMs through tensor descriptors",
-    requirements=Requirements(max_offset=2**31 - 1),
-    description="num_programs programs loop over tiles in grouped order; TMA where the operand allows, "
-                "pointers elsewhere; C stored in halves",
-)
+register_precisions("persistent", make_launch, CONFIGS, INT32_OFFSETS,
+                    origin="seed 000 and Triton tutorial 09: a persistent matmul over the SMs through tensor descriptors",
+                    description="num_programs programs loop over tiles in grouped order; TMA where the operand "
+                                "allows, pointers elsewhere; C stored in halves")

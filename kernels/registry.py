@@ -61,9 +61,6 @@ class Variant:
     def __repr__(self) -> str:
         return f"Variant({self.name!r})"
 
-    def _repr_pretty_(self, printer, cycle) -> None:  # how Hypothesis prints a falsifying example
-        printer.text(repr(self))
-
     def __post_init__(self):
         if self.precision not in ("ieee", "tf32"):
             raise ValueError(f"variant {self.name!r}: precision must be 'ieee' or 'tf32', got {self.precision!r}")
@@ -157,13 +154,50 @@ class capture:
 
 
 FP32_ONLY = {torch.float32: (torch.float32,)}
+INT32_OFFSETS = Requirements(max_offset=2**31 - 1)  # what kernels indexing in 32-bit arithmetic need
+LAUNCH_OPTIONS = ("num_warps", "num_stages")  # what a configuration may set for the launch itself
 
 
-def register_precisions(name: str, make_launch: Callable[[str, str], Callable], dtypes, **facts) -> None:
-    """Register `name` promising ieee fp32 and `name_tf32`, the same kernel computing fp32 in tf32.
+def launcher(name: str, validate: Callable[[Config], object] | None = None):
+    """The launcher of the variant registered as `name`, from its body `body(a, b, c, M, N, K, cfg)`, after
+    what every launcher does first: the operands checked against the variant's declaration, naming the
+    first one at fault (nothing is written before), nothing launched for an empty C, and the
+    configuration resolved (the one given, checked by `validate` first if given, over the default)."""
+
+    def wrap(body: Callable[..., None]) -> Callable[..., None]:
+        def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config: Config | None = None) -> None:
+            from gemm_fuzz.kernels import operands
+
+            variant = get(name)
+            M, N, K = operands.check(variant, a, b, c)
+            if M == 0 or N == 0:
+                return
+            if config is not None and validate is not None:
+                validate(config)
+            body(a, b, c, M, N, K, variant.config(a.device.type, a.dtype, config))
+
+        launch.__module__ = body.__module__  # the kernel's module (a mutant re-imports it, edited)
+        return launch
+
+    return wrap
+
+
+def options(config: Config) -> dict:
+    """The launch options (num_warps, num_stages) a configuration sets."""
+    return {key: config[key] for key in LAUNCH_OPTIONS if key in config}
+
+
+def register_precisions(name: str, make_launch: Callable[[str, str], Callable], configs, requirements: Requirements,
+                        *, origin: str, description: str, dtypes=None, **facts) -> None:
+    """Register `name` promising ieee fp32 and `name_tf32`, the same kernel computing fp32 in tf32, over
+    `dtypes` (default every pair the suite tests, kernels.dtypes.ALL_DTYPES).
 
     `make_launch(variant_name, precision)` builds the launcher for one of them."""
-    register(Variant(name=name, launch=make_launch(name, "ieee"), dtypes=dtypes, precision="ieee", **facts))
+    from gemm_fuzz.kernels.dtypes import ALL_DTYPES
+
+    facts = dict(configs=configs, requirements=requirements, origin=origin, description=description, **facts)
+    register(Variant(name=name, launch=make_launch(name, "ieee"), dtypes=dtypes or ALL_DTYPES, precision="ieee",
+                     **facts))
     tf32 = f"{name}_tf32"
     register(Variant(name=tf32, launch=make_launch(tf32, "tf32"), dtypes=FP32_ONLY, precision="tf32", **facts))
 

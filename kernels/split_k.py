@@ -7,9 +7,8 @@ import torch
 import triton
 import triton.language as tl
 
-from gemm_fuzz.kernels import dtypes, operands, registry
-from gemm_fuzz.kernels.dtypes import ALL_DTYPES
-from gemm_fuzz.kernels.registry import Requirements, register_precisions
+from gemm_fuzz.kernels import dtypes, registry
+from gemm_fuzz.kernels.registry import INT32_OFFSETS, register_precisions
 
 
 @triton.jit
@@ -66,19 +65,15 @@ CONFIGS = {
 
 
 def make_launch(name: str, precision: str):
-    def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config=None) -> None:
-        variant = registry.get(name)
-        M, N, K = operands.check(variant, a, b, c)
-        if M == 0 or N == 0:
-            return
-        cfg = variant.config(a.device.type, a.dtype, config)
+    @registry.launcher(name)
+    def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, M: int, N: int, K: int, cfg: dict) -> None:
         bm, bn = cfg["BM"], cfg["BN"]
         workspace = torch.zeros((M, N), dtype=dtypes.accumulator_torch(a.dtype), device=a.device)
         split_k_kernel[(triton.cdiv(M, bm) * triton.cdiv(N, bn), cfg["SPLIT_K"])](
             a, b, workspace, M, N, K,
             a.stride(0), a.stride(1), b.stride(0), b.stride(1),
             BM=bm, BN=bn, BK=cfg["BK"], SPLIT_K=cfg["SPLIT_K"], PRECISION=precision, ACC=dtypes.accumulator(a.dtype),
-            num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
+            **registry.options(cfg),
         )
         round_into_c_kernel[(triton.cdiv(M, bm), triton.cdiv(N, bn))](
             workspace, c, M, N, c.stride(0), c.stride(1), BM=bm, BN=bn,
@@ -87,13 +82,7 @@ def make_launch(name: str, precision: str):
     return launch
 
 
-register_precisions(
-    "split_k",
-    make_launch,
-    ALL_DTYPES,
-    configs=CONFIGS,
-    origin="split-K GEMM (K divided among programs, partials combined with atomics in fp32)",
-    requirements=Requirements(max_offset=2**31 - 1),
-    description="SPLIT_K programs per tile, fp32 atomic workspace, then a rounding pass into C",
-    deterministic=False,  # the order of the atomic adds varies on the GPU
-)
+register_precisions("split_k", make_launch, CONFIGS, INT32_OFFSETS,
+                    origin="split-K GEMM (K divided among programs, partials combined with atomics in fp32)",
+                    description="SPLIT_K programs per tile, fp32 atomic workspace, then a rounding pass into C",
+                    deterministic=False)  # the order of the atomic adds varies on the GPU

@@ -20,9 +20,8 @@ import torch
 import triton
 import triton.language as tl
 
-from gemm_fuzz.kernels import dtypes, machine, operands, registry
-from gemm_fuzz.kernels.dtypes import ALL_DTYPES
-from gemm_fuzz.kernels.registry import Requirements, register_precisions
+from gemm_fuzz.kernels import dtypes, machine, registry
+from gemm_fuzz.kernels.registry import INT32_OFFSETS, register_precisions
 
 
 @triton.jit
@@ -110,12 +109,8 @@ def programs(device: torch.device, chosen: int | None) -> int:
 
 
 def make_launch(name: str, precision: str):
-    def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config=None) -> None:
-        variant = registry.get(name)
-        M, N, K = operands.check(variant, a, b, c)
-        if M == 0 or N == 0:
-            return
-        cfg = variant.config(a.device.type, a.dtype, config)
+    @registry.launcher(name)
+    def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, M: int, N: int, K: int, cfg: dict) -> None:
         bm, bn, bk = cfg["BM"], cfg["BN"], cfg["BK"]
         iters_per_tile = max(1, triton.cdiv(K, bk))  # K = 0 still needs one (all-masked) pass to write zeros
         total = triton.cdiv(M, bm) * triton.cdiv(N, bn) * iters_per_tile
@@ -128,18 +123,12 @@ def make_launch(name: str, precision: str):
             a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
             iters_per_tile, iters_per_program,
             BM=bm, BN=bn, BK=bk, PRECISION=precision, ACC=dtypes.accumulator(a.dtype),
-            num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
+            **registry.options(cfg),
         )
 
     return launch
 
 
-register_precisions(
-    "stream_k",
-    make_launch,
-    ALL_DTYPES,
-    configs=CONFIGS,
-    origin="Stream-K (CUTLASS, tritonbench): K-iterations of all tiles split evenly over a persistent grid",
-    requirements=Requirements(max_offset=2**31 - 1),
-    description="persistent grid, even split of K-iterations, partial tiles fixed up through a workspace",
-)
+register_precisions("stream_k", make_launch, CONFIGS, INT32_OFFSETS,
+                    origin="Stream-K (CUTLASS, tritonbench): K-iterations of all tiles split evenly over a persistent grid",
+                    description="persistent grid, even split of K-iterations, partial tiles fixed up through a workspace")

@@ -2,13 +2,14 @@
 tl.assume telling the compiler that program ids and strides are positive (so this variant declares
 it takes no zero strides). Arbitrary positive strides for A, B and C."""
 
+from dataclasses import replace
+
 import torch
 import triton
 import triton.language as tl
 
-from gemm_fuzz.kernels import dtypes, operands, registry
-from gemm_fuzz.kernels.dtypes import ALL_DTYPES
-from gemm_fuzz.kernels.registry import Requirements, register_precisions
+from gemm_fuzz.kernels import dtypes, registry
+from gemm_fuzz.kernels.registry import INT32_OFFSETS, register_precisions
 
 
 @triton.jit
@@ -67,28 +68,18 @@ CONFIGS = {
 
 
 def make_launch(name: str, precision: str):
-    def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config=None) -> None:
-        variant = registry.get(name)
-        M, N, K = operands.check(variant, a, b, c)
-        if M == 0 or N == 0:
-            return
-        cfg = variant.config(a.device.type, a.dtype, config)
+    @registry.launcher(name)
+    def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, M: int, N: int, K: int, cfg: dict) -> None:
         swizzle2d_kernel[(triton.cdiv(M, cfg["BM"]), triton.cdiv(N, cfg["BN"]))](
             a, b, c, M, N, K,
             a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
             block_m=cfg["BM"], block_n=cfg["BN"], block_k=cfg["BK"], group_m=cfg["GROUP_M"], PRECISION=precision,
-            ACC=dtypes.accumulator(a.dtype), num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
+            ACC=dtypes.accumulator(a.dtype), **registry.options(cfg),
         )
 
     return launch
 
 
-register_precisions(
-    "swizzle2d",
-    make_launch,
-    ALL_DTYPES,
-    configs=CONFIGS,
-    origin="seed 001: sm8x GEMM with tl.swizzle2d and tl.assume, all layouts",
-    requirements=Requirements(max_offset=2**31 - 1, positive_strides=True),
-    description="2-D grid remapped by tl.swizzle2d",
-)
+register_precisions("swizzle2d", make_launch, CONFIGS, replace(INT32_OFFSETS, positive_strides=True),
+                    origin="seed 001: sm8x GEMM with tl.swizzle2d and tl.assume, all layouts",
+                    description="2-D grid remapped by tl.swizzle2d")

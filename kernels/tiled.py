@@ -6,9 +6,8 @@ import torch
 import triton
 import triton.language as tl
 
-from gemm_fuzz.kernels import dtypes, operands, registry
-from gemm_fuzz.kernels.dtypes import ALL_DTYPES
-from gemm_fuzz.kernels.registry import Requirements, register_precisions
+from gemm_fuzz.kernels import dtypes, registry
+from gemm_fuzz.kernels.registry import INT32_OFFSETS, register_precisions
 
 
 @triton.jit
@@ -62,29 +61,19 @@ CONFIGS = {
 
 
 def make_launch(name: str, precision: str):
-    def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config=None) -> None:
-        variant = registry.get(name)
-        M, N, K = operands.check(variant, a, b, c)
-        if M == 0 or N == 0:
-            return
-        cfg = variant.config(a.device.type, a.dtype, config)
+    @registry.launcher(name)
+    def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, M: int, N: int, K: int, cfg: dict) -> None:
         grid = (triton.cdiv(M, cfg["BM"]), triton.cdiv(N, cfg["BN"]))
         tiled_kernel[grid](
             a, b, c, M, N, K,
             a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
             BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], PRECISION=precision, ACC=dtypes.accumulator(a.dtype),
-            num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
+            **registry.options(cfg),
         )
 
     return launch
 
 
-register_precisions(
-    "tiled",
-    make_launch,
-    ALL_DTYPES,
-    configs=CONFIGS,
-    origin="seed 002: the canonical tiled matmul (five sections, masks on three axes)",
-    requirements=Requirements(max_offset=2**31 - 1),
-    description="2-D grid, one tile of C per program",
-)
+register_precisions("tiled", make_launch, CONFIGS, INT32_OFFSETS,
+                    origin="seed 002: the canonical tiled matmul (five sections, masks on three axes)",
+                    description="2-D grid, one tile of C per program")

@@ -21,6 +21,7 @@ of what was done so far is written, then the exit status is 130 or 143.
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import json
 import os
@@ -29,36 +30,23 @@ import signal
 import sys
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
+from gemm_fuzz.properties.report.stats import TargetStats
 
-@dataclass
-class TargetResult:
+
+@dataclass(kw_only=True)
+class TargetResult(TargetStats):
+    """One target's campaign: its statistics (seconds: the search's wall time) and its reported failure."""
+
     target_id: str
     variant: str = ""
     dtype: str = ""  # the dtype selector (fp16, ..., tf32)
-    examples: int = 0
-    exact: int = 0
-    seconds: float = 0.0
-    worst_ratio: float | None = None  # of the passing examples
-    worst_case: str = ""
-    failures: int = 0  # failing examples (the failure and its shrinking steps)
-    failing_ratio: float | None = None  # the largest error / bound of a failing example, where it has one
-    failing_case: str = ""
     failure: object = None  # the reported GemmFailure
     example: object = None  # and its (simplified) example
     repro: Path | None = None
-    kinds: dict = field(default_factory=dict)
-    ratios: list[float] = field(default_factory=list)
-    torch_ratios: list[float] = field(default_factory=list)
-    limitations: int = 0
-    internal: int = 0  # examples the suite's own code failed on
-    not_runnable: dict = field(default_factory=dict)  # configurations this device cannot run: feature -> why
     first_failure_at: int | None = None  # the example (1 = the first run) that first failed
-    reached: dict = field(default_factory=dict)  # examples per feature reached (properties/report/reached.py)
-    wanted: list = field(default_factory=list)  # the features its strategies can reach
-    phases: dict = field(default_factory=dict)  # seconds per phase of its passing examples (report/phases.py)
 
     def to_dict(self) -> dict:
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -68,8 +56,8 @@ class TargetResult:
 
     @classmethod
     def from_dict(cls, data: dict) -> TargetResult:
+        from gemm_fuzz.properties.checks.example import Example
         from gemm_fuzz.properties.judge.failures import GemmFailure
-        from gemm_fuzz.properties.run.examples import Example
 
         failure = GemmFailure.from_dict(data["failure"]) if data["failure"] else None
         return cls(**{**data, "failure": failure, "repro": Path(data["repro"]) if data["repro"] else None,
@@ -116,8 +104,8 @@ def run_target(target, runner, seconds: float, database=None, compile_ahead: boo
     from hypothesis import HealthCheck, Phase, Verbosity, given, settings
     from hypothesis import target as climb
 
+    from gemm_fuzz.properties.checks.example import Example
     from gemm_fuzz.properties.model import strategies
-    from gemm_fuzz.properties.run.examples import Example
     from gemm_fuzz.properties.run.runner import OutOfTime
 
     start = time.monotonic()
@@ -148,7 +136,8 @@ def run_target(target, runner, seconds: float, database=None, compile_ahead: boo
     except Exception:  # noqa: BLE001  the reported failure is the property's
         if prop.failure is None:
             raise
-    result = TargetResult(target.id, target.variant.name, target.selector, first_failure_at=prop.first_failing_call)
+    result = TargetResult(target_id=target.id, variant=target.variant.name, dtype=target.selector,
+                          first_failure_at=prop.first_failing_call)
     result.failure, result.example = prop.failure, prop.example
     result.repro = getattr(prop.failure, "repro", None)
     result.seconds = time.monotonic() - start
@@ -159,8 +148,6 @@ def run_target(target, runner, seconds: float, database=None, compile_ahead: boo
 def merged(results: list[TargetResult]) -> list[TargetResult]:
     """One result per target: the searches of a target run side by side in several workers, summed
     (its seconds are the longest search's: they ran at once); its reported failure is the first found."""
-    from gemm_fuzz.properties.report.stats import TargetStats
-
     by_target: dict[str, list[TargetResult]] = {}
     for r in results:
         by_target.setdefault(r.target_id, []).append(r)
@@ -171,8 +158,7 @@ def merged(results: list[TargetResult]) -> list[TargetResult]:
             continue
         total = TargetStats()
         for r in shards:
-            total.merge(TargetStats(**{f.name: getattr(r, f.name) for f in dataclasses.fields(TargetStats)
-                                       if hasattr(r, f.name)}))
+            total.merge(r)
         failed = next((r for r in shards if r.failure is not None), shards[0])
         result = dataclasses.replace(failed)
         _fill(result, total)
@@ -181,17 +167,11 @@ def merged(results: list[TargetResult]) -> list[TargetResult]:
     return combined
 
 
-def _fill(result: TargetResult, stats) -> None:
-    if stats is None:
-        return
-    result.examples, result.exact, result.kinds = stats.examples, stats.exact, dict(stats.kinds)
-    result.worst_ratio, result.worst_case = stats.worst_ratio, stats.worst_case
-    result.failures, result.failing_ratio, result.failing_case = stats.failures, stats.failing_ratio, stats.failing_case
-    result.ratios, result.torch_ratios = list(stats.ratios), list(stats.torch_ratios)
-    result.limitations, result.internal = stats.limitations, stats.internal
-    result.not_runnable = dict(stats.not_runnable)
-    result.reached, result.wanted = dict(stats.reached), list(stats.wanted)
-    result.phases = dict(stats.phases)
+def _fill(result: TargetResult, stats: TargetStats | None) -> None:
+    """A target's statistics into its result, the result's seconds (the search's wall time) kept."""
+    for f in dataclasses.fields(TargetStats) if stats is not None else ():
+        if f.name != "seconds":
+            setattr(result, f.name, copy.copy(getattr(stats, f.name)))
 
 
 class _Stop:
@@ -213,10 +193,7 @@ def _on_signal(signum, frame):
         _Stop.raise_if_requested()
 
 
-def main(argv: list[str] | None = None) -> int:
-    from gemm_fuzz.properties.run import children
-
-    children.die_with_parent()  # a fleet's child campaign ends with its parent (properties/run/children.py)
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gemm-fuzz", description=__doc__.split("\n\n")[0])
     parser.add_argument("--budget", type=parse_budget, default=parse_budget("10m"),
                         help="total time, e.g. 90s, 10m, 1h (default 10m)")
@@ -239,6 +216,43 @@ def main(argv: list[str] | None = None) -> int:
                              "to share failures between hosts")
     parser.add_argument("--target", action="append", help=argparse.SUPPRESS)  # a child's share, by target id
     parser.add_argument("--until", type=float, help=argparse.SUPPRESS)  # a child's deadline (epoch seconds)
+    return parser
+
+
+class _Refused(Exception):
+    """A well-formed option the campaign cannot use: one line, no usage, exit status 2."""
+
+
+def _targets(args, backend, parser) -> tuple[list, dict | None]:
+    """The targets the options select on this backend, and the user's kernel as workers load it."""
+    from gemm_fuzz import kernels
+    from gemm_fuzz.properties.launch import targets, user_kernel
+
+    try:
+        selectors = targets.parse_selectors(args.dtype)
+    except ValueError as e:
+        parser.error(f"--dtype: {e}")
+    kernel = None
+    if args.kernel:
+        try:
+            user = user_kernel.load(args.kernel, args.kernel_signature)
+        except user_kernel.KernelSpecError as e:
+            raise _Refused(f"--kernel {e}") from None
+        kernel = user_kernel.loaded(user.name)[1].to_dict()
+        chosen = targets.targets([user], selectors)
+    else:
+        chosen = targets.targets(kernels.variants(), selectors, args.variant)
+    chosen = [t for t in chosen if t.variant.runs_on(backend.name) and (not args.target or t.id in args.target)]
+    if not chosen:
+        parser.error("no variant and dtype match the selection on this backend")
+    return chosen, kernel
+
+
+def main(argv: list[str] | None = None) -> int:
+    from gemm_fuzz.properties.run import children
+
+    children.die_with_parent()  # a fleet's child campaign ends with its parent (properties/run/children.py)
+    parser = _parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     if args.timeout <= 0:
@@ -252,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.until is not None or args.workers == 1:  # one campaign process: its worker starts beside it
         _prestart(args)
-    from gemm_fuzz.properties.run import backends  # chooses the backend before the kernels load
+    from gemm_fuzz.properties.launch import backends  # chooses the backend before the kernels load
 
     try:
         backend = backends.activate(args.backend)
@@ -262,42 +276,29 @@ def main(argv: list[str] | None = None) -> int:
         database = _database(args.database)
     except ValueError as e:
         parser.error(f"--database {args.database}: {e}")
-
-    from gemm_fuzz import kernels
-    from gemm_fuzz.properties.run import fleet, targets, user_kernel
-    from gemm_fuzz.properties.run import runner as runner_module
-
     try:
-        selectors = targets.parse_selectors(args.dtype)
-    except ValueError as e:
-        parser.error(f"--dtype: {e}")
-    kernel = None
-    if args.kernel:
-        try:
-            user = user_kernel.load(args.kernel, args.kernel_signature)
-        except user_kernel.KernelSpecError as e:  # one line, no usage: the option was well formed
-            print(f"gemm-fuzz: error: --kernel {e}", file=sys.stderr)
-            return 2
-        ref = user_kernel.loaded(user.name)[1]
-        kernel = ref.to_dict()
-        chosen = targets.targets([user], selectors)
-    else:
-        chosen = targets.targets(kernels.variants(), selectors, args.variant)
-    chosen = [t for t in chosen if t.variant.runs_on(backend.name)]
-    if args.target:
-        chosen = [t for t in chosen if t.id in args.target]
-    if not chosen:
-        parser.error("no variant and dtype match the selection on this backend")
+        chosen, kernel = _targets(args, backend, parser)
+    except _Refused as e:  # one line, no usage: the option was well formed
+        print(f"gemm-fuzz: error: {e}", file=sys.stderr)
+        return 2
+    from gemm_fuzz.properties.run import fleet
+
     directory = (args.report or Path("reports") / time.strftime("campaign-%Y%m%d-%H%M%S")).resolve()
     directory.mkdir(parents=True, exist_ok=True)
     workers = args.workers or fleet.default_workers(backend.name)
     if workers > 1:
         return _run_fleet(argv, fleet.shares([t.id for t in chosen], workers, backend.name), directory, backend,
                           args.budget, chosen, kernel)
+    return _run_here(args, chosen, kernel, backend, database, directory)
+
+
+def _run_here(args, chosen: list, kernel: dict | None, backend, database, directory: Path) -> int:
+    """The targets one after another in this process, each its share of what is left of the budget."""
+    from gemm_fuzz.properties.run import runner as runner_module
+
     mode = runner_module.default_mode(backend.name, kernel is not None, args.isolate)
     settings = runner_module.RunSettings(backend=backend.name, mode=mode, timeout=args.timeout,
                                          repros=str(directory / "repros"), kernel=kernel)
-
     print("\n".join(backend.header()))
     print(f"campaign: {len(chosen)} targets, {args.budget:.0f} s, examples {settings.describe()}, "
           f"report in {directory}")
@@ -311,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     current = None
     try:
         for i, t in enumerate(chosen, 1):
-            current = TargetResult(t.id, t.variant.name, t.selector)
+            current = TargetResult(target_id=t.id, variant=t.variant.name, dtype=t.selector)
             share = max(0.0, end - time.monotonic()) / (len(chosen) - i + 1)  # an overrun shrinks later shares
             r = run_target(t, runner, share, database, compile_ahead=args.until is None)
             results.append(r)
@@ -339,7 +340,8 @@ def main(argv: list[str] | None = None) -> int:
 def _prestart(args) -> None:
     """Start the examples' worker before this process imports torch (properties/run/isolation.py), when
     examples will run in one: a user's kernel, or any kernel on a GPU, unless isolation is off."""
-    from gemm_fuzz.properties.run import isolation, kernel_spec
+    from gemm_fuzz.properties.launch import kernel_spec
+    from gemm_fuzz.properties.run import isolation
 
     if args.isolate == "off" or (not args.kernel and args.backend != "cuda" and args.isolate != "on"):
         return
@@ -349,7 +351,7 @@ def _prestart(args) -> None:
         return  # reported once the kernel is loaded
     isolation.prestart(args.backend, kernel)
     if args.backend == "cuda" and args.until is None:  # a fleet's child compiles nothing ahead: its parent does
-        isolation.prestart(args.backend, kernel)  # compiles ahead (properties/run/ahead.py)
+        isolation.prestart(args.backend, kernel)  # compiles ahead (properties/launch/ahead.py)
 
 
 def _report(results: list[TargetResult], backend, budget: float, elapsed: float, directory: Path, status: int,

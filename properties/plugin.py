@@ -169,7 +169,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser, args) -> 
     if requested != "interpreter":
         assign_gpu_for_xdist_worker()
     _prestart_workers(ns, requested)
-    from gemm_fuzz.properties.run import backends
+    from gemm_fuzz.properties.launch import backends
 
     try:
         backends.activate(requested)
@@ -183,7 +183,8 @@ def _prestart_workers(ns, requested: str) -> None:
     a GPU the one that compiles ahead and the interpreter worker the compiled-against-interpreted test
     uses. Not in an xdist controller (it runs no test) nor under compute-sanitizer (its worker is another
     process)."""
-    from gemm_fuzz.properties.run import isolation, kernel_spec
+    from gemm_fuzz.properties.launch import kernel_spec
+    from gemm_fuzz.properties.run import isolation
 
     workers = getattr(ns, "numprocesses", None)
     if workers in ("auto", "logical"):  # xdist resolves it later, through pytest_xdist_auto_num_workers
@@ -202,7 +203,7 @@ def _prestart_workers(ns, requested: str) -> None:
         return  # a malformed --gemm-kernel: pytest_configure reports it
     isolation.prestart(requested, kernel)
     if requested == "cuda":
-        isolation.prestart(requested, kernel)  # compiles ahead (properties/run/ahead.py)
+        isolation.prestart(requested, kernel)  # compiles ahead (properties/launch/ahead.py)
         isolation.prestart("interpreter", kernel)
 
 
@@ -234,7 +235,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # interpreter: expected, in a user's project as in this one
     for message in ("overflow encountered", "invalid value encountered"):
         config.addinivalue_line("filterwarnings", f"ignore:{message}:RuntimeWarning")
-    from gemm_fuzz.properties.run import backends, hypothesis_profiles, runner, targets, user_kernel
+    from gemm_fuzz.properties.launch import backends, targets, user_kernel
+    from gemm_fuzz.properties.run import hypothesis_profiles, runner
 
     backend = backends.activate(config.getoption("gemm_backend") or "auto")
     profile = config.getoption("hypothesis_profile", None)
@@ -299,8 +301,8 @@ def pytest_configure(config: pytest.Config) -> None:
 def _corpus(directory, user, selectors, globs) -> tuple[list, int]:
     """The repro scripts of the kernels under test in this run, each with the reason it is skipped (its
     dtype is not selected) or None, and how many scripts are of other kernels or unreadable."""
+    from gemm_fuzz.properties.launch.targets import selector_of
     from gemm_fuzz.properties.report import repros
-    from gemm_fuzz.properties.run.targets import selector_of
 
     if directory is None:
         return [], 0
@@ -309,7 +311,7 @@ def _corpus(directory, user, selectors, globs) -> tuple[list, int]:
     for r in found:
         example, kernel = r.record["example"], r.record.get("kernel")
         if user is not None:
-            from gemm_fuzz.properties.run import user_kernel
+            from gemm_fuzz.properties.launch import user_kernel
 
             ours = user_kernel.loaded(user.name)[1]
             under_test = kernel is not None and (kernel["spec"], kernel.get("signature")) == (ours.spec, ours.signature)
@@ -343,25 +345,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return lines
 
 
-@dataclass(frozen=True)
-class AgreementGroup:
-    dtype: str
-    focus: object = None  # a user's Variant: only its disagreement fails the test
-
-    @property
-    def id(self) -> str:
-        return f"agreement-{self.dtype}" if self.focus is None else f"{self.focus.name}-{self.dtype}"
-
-    def __repr__(self) -> str:
-        return f"AgreementGroup({self.id})"
-
-    def _repr_pretty_(self, printer, cycle) -> None:  # how Hypothesis prints a falsifying example
-        printer.text(repr(self))
-
-
 def _targets(config: pytest.Config):
     from gemm_fuzz import kernels
-    from gemm_fuzz.properties.run import targets
+    from gemm_fuzz.properties.launch import targets
 
     s = config.stash[SELECTION]
     chosen = [s.user] if s.user is not None else kernels.variants()
@@ -384,6 +370,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             params.append(pytest.param(t, id=t.id, marks=marks))
         metafunc.parametrize("target", params)
     if "agreement_group" in metafunc.fixturenames:
+        from gemm_fuzz.properties.checks.agreement import AgreementGroup
+
         if selection.user is not None:
             groups = [AgreementGroup(t.dtype, selection.user) for t in _targets(config)]
         else:
@@ -453,10 +441,9 @@ def gemm_runner(request: pytest.FixtureRequest, backend):
 
 def _compile_plans(config: pytest.Config, target) -> list:
     """What the battery's tests of `target` launch on a GPU, one case per specialization class."""
-    from gemm_fuzz.properties import battery
+    from gemm_fuzz.properties import checks
 
-    user = config.stash[SELECTION].user is not None
-    return battery.compile_plans(config.stash[SELECTION].backend, target.variant, target.dtype, user)
+    return checks.compile_plans(target, config.stash[SELECTION].backend, config.stash[SELECTION].user is not None)
 
 
 _RUNNERS = pytest.StashKey[list]()
@@ -554,7 +541,8 @@ def pytest_testnodedown(node, error) -> None:
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
     if SELECTION not in config.stash:
         return
-    from gemm_fuzz.properties.report import bugs, phases
+    from gemm_fuzz.properties import phases
+    from gemm_fuzz.properties.report import bugs
     from gemm_fuzz.properties.report.stats import TargetStats, never_reached, table
 
     passed = config.stash.get(_REPLAYS_PASSED, [])

@@ -1,7 +1,8 @@
 """Kernels that crash or hang, loaded as user kernels (--gemm-kernel style, FUNC(a, b, c)) by
 tests/test_faults.py. Each is a correct kernel except on fp16 inputs, where it faults: a launcher
 that loops forever, a process that aborts (as glibc does on a corrupted heap), a null pointer
-dereferenced (in the process on the CPU, in the kernel on a GPU)."""
+dereferenced (in the process on the CPU, in the kernel on a GPU). Elsewhere they are the tests' template
+kernel (tests/tiled_kernel.py)."""
 
 import ctypes
 import os
@@ -9,32 +10,11 @@ import os
 import torch
 import triton
 import triton.language as tl
+from tiled_kernel import matmul as _right  # the tests' right kernel (this file's folder is on the path)
 
 from gemm_fuzz.kernels import contract
 
 fp16_and_bf16 = contract(dtypes={torch.float16: (torch.float16,), torch.bfloat16: (torch.bfloat16,)})
-
-
-@triton.jit
-def _matmul(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn, B: tl.constexpr):
-    m = tl.program_id(0) * B + tl.arange(0, B)
-    n = tl.program_id(1) * B + tl.arange(0, B)
-    kk = tl.arange(0, B)
-    acc = tl.zeros((B, B), dtype=tl.float32)
-    for k in range(0, K, B):
-        x = tl.load(a + m[:, None] * sam + (k + kk)[None, :] * sak, mask=(m[:, None] < M) & ((k + kk)[None, :] < K),
-                    other=0.0)
-        y = tl.load(b + (k + kk)[:, None] * sbk + n[None, :] * sbn, mask=((k + kk)[:, None] < K) & (n[None, :] < N),
-                    other=0.0)
-        acc = tl.dot(x, y, acc)
-    tl.store(c + m[:, None] * scm + n[None, :] * scn, acc.to(c.dtype.element_ty),
-             mask=(m[:, None] < M) & (n[None, :] < N))
-
-
-def _right(a, b, c):
-    M, K = a.shape
-    N = b.shape[1]
-    _matmul[(triton.cdiv(M, 16), triton.cdiv(N, 16))](a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride(), B=16)
 
 
 @triton.jit

@@ -10,7 +10,7 @@ import torch
 
 from gemm_fuzz.kernels.mode import BackendError
 from gemm_fuzz.properties.interpreter import fixes
-from gemm_fuzz.properties.run import backends
+from gemm_fuzz.properties.launch import backends
 
 
 def test_asking_for_the_other_backend_after_loading_is_an_error(backend):

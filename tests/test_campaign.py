@@ -8,34 +8,12 @@ import sys
 import time
 
 import pytest
+from templates import TILED
 
+from gemm_fuzz.kernels.mutants import Edit, edited
 from gemm_fuzz.properties import campaign
 
-ROOT_KERNEL = """
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def _k(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn, BM: tl.constexpr):
-    m = tl.program_id(0) * BM + tl.arange(0, BM)
-    n = tl.program_id(1) * BM + tl.arange(0, BM)
-    kk = tl.arange(0, BM)
-    acc = tl.zeros((BM, BM), dtype=tl.float32)
-    for k in range(0, K, BM):
-        x = tl.load(a + m[:, None] * sam + (k + kk)[None, :] * sak, mask=(m[:, None] < M) & ((k + kk)[None, :] < K),
-                    other=0.0)
-        y = tl.load(b + (k + kk)[:, None] * sbk + n[None, :] * sbn, mask=((k + kk)[:, None] < K) & (n[None, :] < N),
-                    other=0.0)
-        acc = tl.dot(x, y, acc, input_precision="ieee")
-    tl.store(c + m[:, None] * scm + n[None, :] * scn, acc.to(c.dtype.element_ty),
-             mask=(m[:, None] < M) & (n[None, :] < N))
-
-
-def matmul(a, b, c):
-    _k[(triton.cdiv(a.shape[0], 16), triton.cdiv(b.shape[1], 16))](a, b, c, a.shape[0], b.shape[1], a.shape[1],
-                                                                  *a.stride(), *b.stride(), *c.stride(), BM=16)
-"""
+ROOT_KERNEL = TILED  # a right kernel, as a user's file
 
 
 def test_budgets_parse():
@@ -68,7 +46,8 @@ def _elapsed(run) -> float:
 
 
 def test_a_failing_kernel_leaves_a_repro_and_a_nonzero_status_within_its_budget(tmp_path):
-    (tmp_path / "mine.py").write_text(ROOT_KERNEL.replace("& ((k + kk)[None, :] < K)", ""))  # no K mask on A
+    (tmp_path / "mine.py").write_text(edited(ROOT_KERNEL, (Edit("(m[:, None] < M) & (kk[None, :] < K)",
+                                                                  "m[:, None] < M"),), "no_k_mask_on_a"))
     start = time.monotonic()
     run = _fuzz(tmp_path, "--budget", "20s", "--kernel", "mine.py:matmul", "--dtype", "fp16", "--dtype", "bf16")
     wall = time.monotonic() - start
@@ -121,8 +100,8 @@ def test_gemm_fuzz_speaks_of_its_own_options(tmp_path):
     """Its errors name --kernel (not pytest's --gemm-kernel), a kernel it cannot load is refused in one line,
     and --help gives the report folder it writes."""
     (tmp_path / "mine.py").write_text(ROOT_KERNEL)
-    jit = "_k is a @triton.jit kernel; pass the Python function that launches it, called as FUNC(a, b, c)"
-    for spec, message in (("nowhere.py:f", "no file"), ("mine.py:_k", jit)):
+    jit = "_kernel is a @triton.jit kernel; pass the Python function that launches it, called as FUNC(a, b, c)"
+    for spec, message in (("nowhere.py:f", "no file"), ("mine.py:_kernel", jit)):
         run = _fuzz(tmp_path, "--kernel", spec)
         assert run.returncode == 2 and run.stderr.strip().count("\n") == 0, run.stderr
         assert run.stderr.startswith(f"gemm-fuzz: error: --kernel '{spec}': ") and message in run.stderr
@@ -136,8 +115,8 @@ def test_a_spent_share_stops_a_target_after_one_example(backend):
     """A target whose share of the budget is already spent still runs one example, then stops at
     once instead of finishing its Hypothesis round: the campaign keeps to its budget."""
     from gemm_fuzz import kernels
+    from gemm_fuzz.properties.launch.targets import Target
     from gemm_fuzz.properties.run.runner import Runner, RunSettings
-    from gemm_fuzz.properties.run.targets import Target
 
     with Runner(RunSettings(backend=backend.name), backend) as runner:
         result = campaign.run_target(Target(kernels.get("tiled"), "fp16"), runner, 0.0)

@@ -1,4 +1,4 @@
-"""Compiling ahead (properties/run/ahead.py): on a GPU the kernels a run will launch compile in
+"""Compiling ahead (properties/launch/ahead.py): on a GPU the kernels a run will launch compile in
 parallel threads before the examples need them, and an example then runs the kernel compiled ahead;
 a launcher that raises while compiling ahead costs nothing; on the interpreter nothing happens."""
 
@@ -7,14 +7,14 @@ import time
 import pytest
 import torch
 import triton
-from fault_kernels import _matmul as _kernel  # a plain tiled kernel, right on every dtype
+from tiled_kernel import _kernel  # the tests' template kernel, right on every dtype
 
 from gemm_fuzz import kernels
 from gemm_fuzz.kernels.dtypes import ALL_DTYPES
 from gemm_fuzz.kernels.registry import Variant
 from gemm_fuzz.properties.judge import oracles
+from gemm_fuzz.properties.launch import ahead, launching
 from gemm_fuzz.properties.model.cases import GemmCase, materialize
-from gemm_fuzz.properties.run import ahead, examples
 from gemm_fuzz.properties.run.runner import Runner, RunSettings
 
 CASES = [GemmCase(m, 24, 40, "fp16", "fp16", profile="small_ints", seed=m) for m in (1, 17, 32)]  # M: 1, other, 16
@@ -26,7 +26,8 @@ def _variant(raises: bool = False) -> Variant:
             raise ValueError("this launcher refuses every case")
         M, K = a.shape
         N = b.shape[1]
-        _kernel[(triton.cdiv(M, 16), triton.cdiv(N, 16))](a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride(), B=16)
+        _kernel[(triton.cdiv(M, 16), triton.cdiv(N, 16))](a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride(),
+                                                          BM=16, BN=16, BK=16)
 
     return Variant("ahead_test" + "_raises" * raises, launch, ALL_DTYPES, "ieee",
                    {"cpu": (dict(BM=16, BN=16, BK=16),), "cuda": (dict(BM=16, BN=16, BK=16),)}, "a test double")
@@ -56,7 +57,7 @@ def test_a_kernel_compiled_ahead_is_the_one_the_example_runs(backend):
     compiled = dict(cache)
     for case in CASES:
         ops = materialize(case, backend.device)
-        examples.launch(variant, ops, backend)
+        launching.launch(variant, ops, backend)
         assert oracles.against_reference(ops, "ieee").exact
     assert cache == compiled  # one kernel per specialization, each the one compiled ahead
 

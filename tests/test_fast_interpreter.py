@@ -24,7 +24,7 @@ def test_every_target_and_mutant_case_gives_the_same_verdict_either_way(backend)
     vary shapes, layouts, value profiles, specials, program orders and configurations) and every
     mutant's cases, each judged with the fast path on and off."""
     from gemm_fuzz import kernels
-    from gemm_fuzz.properties.run import targets
+    from gemm_fuzz.properties.launch import targets
 
     chosen = verdict_identity.examples(PER_TARGET, backend)  # every variant and dtype, and every mutant's cases
     assert len(chosen) > 100
@@ -65,7 +65,7 @@ def test_header_names_the_fast_path(backend):
 
 
 def test_environment_turns_it_off():
-    code = ("from gemm_fuzz.properties.run import backends\nfrom gemm_fuzz.properties.interpreter import fast\n"
+    code = ("from gemm_fuzz.properties.launch import backends\nfrom gemm_fuzz.properties.interpreter import fast\n"
             "b = backends.activate('interpreter')\nprint(fast.installed(), [l for l in b.header() if 'fast' in l])")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**os.environ, "GEMM_INTERPRETER_FAST": "0", "GEMM_BACKEND": "interpreter"})

@@ -12,10 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gemm_fuzz.properties.checks.example import Example
 from gemm_fuzz.properties.judge.failures import Crashed, GemmFailure, OutOfBoundsAccess, SuiteError, TimedOut
+from gemm_fuzz.properties.launch import user_kernel
 from gemm_fuzz.properties.model.cases import GemmCase
-from gemm_fuzz.properties.run import isolation, user_kernel
-from gemm_fuzz.properties.run.examples import Example
+from gemm_fuzz.properties.run import isolation
 from gemm_fuzz.properties.run.runner import Runner, RunSettings
 
 FAULTS = Path(__file__).parent / "fault_kernels.py"

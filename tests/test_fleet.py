@@ -12,14 +12,15 @@ import time
 from pathlib import Path
 
 import pytest
-from test_campaign import ROOT_KERNEL  # a right kernel, as a user's file
+from templates import TILED as ROOT_KERNEL  # a right kernel, as a user's file
 
+from gemm_fuzz.kernels.mutants import Edit, edited
 from gemm_fuzz.properties.run import fleet
 
 # Right while M fits one row of tiles; with M > 16 the grid floors M / 16 and the last ragged row of
 # tiles is never written. The first example Hypothesis runs (1x1x1) passes, random ones soon fail.
-FLOORED_GRID = ROOT_KERNEL.replace("_k[(triton.cdiv(a.shape[0], 16),", "_k[(max(1, a.shape[0] // 16),")
-assert FLOORED_GRID != ROOT_KERNEL
+FLOORED_GRID = edited(ROOT_KERNEL, (Edit("_kernel[(triton.cdiv(M, 16), triton.cdiv(N, 16))]",
+                                         "_kernel[(max(1, M // 16), triton.cdiv(N, 16))]"),), "floored_grid")
 
 
 def test_targets_are_dealt_round_robin_and_gpus_assigned_in_turn(monkeypatch):
@@ -126,13 +127,16 @@ def test_a_target_searched_by_several_workers_is_reported_once():
     from gemm_fuzz.properties.campaign import TargetResult, merged
     from gemm_fuzz.properties.judge.failures import NotWritten
 
-    first = TargetResult("tiled-fp16", "tiled", "fp16", examples=10, exact=4, seconds=30.0, worst_ratio=0.5,
-                         worst_case="2x2x2", ratios=[0.5], phases={"launch": 1.0, "compiles": 2})
+    first = TargetResult(
+        target_id="tiled-fp16", variant="tiled", dtype="fp16", examples=10, exact=4, seconds=30.0, worst_ratio=0.5,
+        worst_case="2x2x2", ratios=[0.5], phases={"launch": 1.0, "compiles": 2})
     found = NotWritten("C[0, 0] still holds its pre-fill")
-    second = TargetResult("tiled-fp16", "tiled", "fp16", examples=7, exact=1, seconds=31.0, worst_ratio=0.7,
-                          worst_case="3x3x3", ratios=[0.7], failures=2, kinds={"element never written": 2},
-                          failure=found, failing_case="1x17x1", phases={"launch": 0.5, "compiles": 1})
-    other = TargetResult("naive-fp16", "naive", "fp16", examples=3, seconds=29.0)
+    second = TargetResult(
+        target_id="tiled-fp16", variant="tiled", dtype="fp16", examples=7, exact=1, seconds=31.0, worst_ratio=0.7,
+        worst_case="3x3x3", ratios=[0.7], failures=2, kinds={"element never written": 2},
+        failure=found, failing_case="1x17x1", phases={"launch": 0.5, "compiles": 1})
+    other = TargetResult(
+        target_id="naive-fp16", variant="naive", dtype="fp16", examples=3, seconds=29.0)
     tiled, naive = merged([first, second, other])
     assert naive is other
     assert (tiled.target_id, tiled.examples, tiled.exact, tiled.failures) == ("tiled-fp16", 17, 5, 2)

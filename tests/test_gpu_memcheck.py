@@ -10,12 +10,12 @@ import pytest
 
 from gemm_fuzz import kernels
 from gemm_fuzz.kernels import mutants
+from gemm_fuzz.properties.checks.example import Example
 from gemm_fuzz.properties.judge.failures import MemcheckError
 from gemm_fuzz.properties.model import strategies
 from gemm_fuzz.properties.model.cases import GemmCase
 from gemm_fuzz.properties.report import repros
 from gemm_fuzz.properties.run import isolation, runner
-from gemm_fuzz.properties.run.examples import Example
 
 pytestmark = pytest.mark.gpu
 
@@ -47,8 +47,9 @@ def test_memcheck_flags_the_seed_004_pattern_with_the_caching_allocator_off(back
               f"allocator off, {len(errors_cached)} with it on")
 
 
-def test_every_builtin_variant_is_clean_under_memcheck(backend):
-    worker = isolation.Worker("cuda", sanitizer="memcheck")
+@pytest.mark.parametrize("sanitizer", ["memcheck", "racecheck"])
+def test_every_builtin_variant_is_clean_under_compute_sanitizer(sanitizer, backend):
+    worker = isolation.Worker("cuda", sanitizer=sanitizer)
     try:
         for v in kernels.variants():
             if v.precision != "ieee":

@@ -7,15 +7,16 @@ The interpreter never runs out of shared memory, so these kernels raise Triton's
 one configuration, as a compiled launch does on a GPU (tests/test_gpu_tutorial.py shows it there)."""
 
 import dataclasses
-import textwrap
 
 import pytest
+from templates import TILED
 from triton.runtime.errors import OutOfResources
 
 from gemm_fuzz import kernels
+from gemm_fuzz.kernels.mutants import Edit, edited
+from gemm_fuzz.properties.checks.example import Example
 from gemm_fuzz.properties.judge.failures import LauncherRefused
 from gemm_fuzz.properties.model import runnable, strategies
-from gemm_fuzz.properties.run.examples import Example
 from gemm_fuzz.properties.run.runner import Runner, RunSettings
 
 SHARED = OutOfResources(327680, 232448, "shared memory")  # what the H100 says of tutorial 03's 256 x 64 x 128
@@ -81,48 +82,29 @@ def test_a_kernel_none_of_whose_configurations_runs_here_fails(backend):
         _search(variant, backend)
 
 
-AUTOTUNED = textwrap.dedent("""
-    import torch
-    import triton
-    import triton.language as tl
-    from triton.runtime.errors import OutOfResources
+# the template under @triton.autotune, its second configuration too big for the device, as a launch of it on a
+# GPU with 227 KB of shared memory finds (the interpreter never runs out: a pre_hook raises Triton's error)
+AUTOTUNED = edited(TILED, (
+    Edit("from gemm_fuzz.kernels import contract\n", """from triton.runtime.errors import OutOfResources
 
-    from gemm_fuzz.kernels import contract
-
-
-    def too_big(nargs):  # what a launch of this configuration raises on a GPU with 227 KB of shared memory
-        raise OutOfResources(327680, 232448, "shared memory")
+from gemm_fuzz.kernels import contract
 
 
-    @triton.autotune(configs=[
-        triton.Config({"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 16}, num_warps=1),
-        triton.Config({"BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 16, "BLOCK_SIZE_K": 32}, num_warps=1, pre_hook=too_big),
-        triton.Config({"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 16, "BLOCK_SIZE_K": 16}, num_warps=2),
-    ], key=["M", "N", "K"])
-    @triton.jit
-    def _kernel(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn, BLOCK_SIZE_M: tl.constexpr,
-                BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr):
-        rm = tl.program_id(0) * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
-        rn = tl.program_id(1) * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
-        rk = tl.arange(0, BLOCK_SIZE_K)
-        acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
-        for k in range(0, K, BLOCK_SIZE_K):
-            x = tl.load(a + rm[:, None] * sam + (k + rk)[None, :] * sak,
-                        mask=(rm[:, None] < M) & ((k + rk)[None, :] < K), other=0.0)
-            y = tl.load(b + (k + rk)[:, None] * sbk + rn[None, :] * sbn,
-                        mask=((k + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
-            acc = tl.dot(x, y, acc)
-        tl.store(c + rm[:, None] * scm + rn[None, :] * scn, acc.to(c.dtype.element_ty),
-                 mask=(rm[:, None] < M) & (rn[None, :] < N))
-
-
-    @contract(dtypes={torch.float16: (torch.float16,)})
-    def matmul(a, b, c):
-        M, K = a.shape
-        N = b.shape[1]
-        grid = lambda META: (triton.cdiv(M, META["BLOCK_SIZE_M"]), triton.cdiv(N, META["BLOCK_SIZE_N"]))
-        _kernel[grid](a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride())
-""")
+def too_big(nargs):
+    raise OutOfResources(327680, 232448, "shared memory")
+"""),
+    Edit("@triton.jit\ndef _kernel(", """@triton.autotune(configs=[
+    triton.Config({"BM": 16, "BN": 32, "BK": 16}, num_warps=1),
+    triton.Config({"BM": 32, "BN": 16, "BK": 32}, num_warps=1, pre_hook=too_big),
+    triton.Config({"BM": 16, "BN": 16, "BK": 16}, num_warps=2),
+], key=["M", "N", "K"])
+@triton.jit
+def _kernel("""),
+    Edit("_kernel[(triton.cdiv(M, 16), triton.cdiv(N, 16))](a, b, c, M, N, K, *a.stride(), *b.stride(),\n"
+         "                                                      *c.stride(), BM=16, BN=16, BK=16)",
+         "grid = lambda META: (triton.cdiv(M, META[\"BM\"]), triton.cdiv(N, META[\"BN\"]))  # noqa: E731\n"
+         "    _kernel[grid](a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride())"),
+), "autotuned_too_big")
 
 
 def test_an_autotuned_kernel_with_a_configuration_too_big_for_the_device_passes(pytester, monkeypatch):
@@ -132,6 +114,6 @@ def test_an_autotuned_kernel_with_a_configuration_too_big_for_the_device_passes(
                                            "-p", "no:cacheprovider", "-k", "float64 or metamorphic", timeout=900)
     out = result.stdout.str()
     assert result.ret == 0, out[-3000:]
-    result.stdout.fnmatch_lines(["*GEMM coverage*", "user:my_kernel.matmul#*-fp16: config 1 (BLOCK_SIZE_M=32,"
-                                 "BLOCK_SIZE_N=16,BLOCK_SIZE_K=32,num_warps=1,*) not runnable on CPU *: shared "
-                                 "memory, required 327680, hardware limit 232448"])
+    result.stdout.fnmatch_lines(["*GEMM coverage*", "user:my_kernel.matmul#*-fp16: config 1 (BM=32,BN=16,BK=32,"
+                                 "num_warps=1,*) not runnable on CPU *: shared memory, required 327680, hardware "
+                                 "limit 232448"])

@@ -102,7 +102,7 @@ def _campaign(report: Path) -> list[str]:
 def test_no_process_outlives_a_killed_run(run, signum, tmp_path):
     command = {"pytest -n 2": _pytest(2), "pytest": _pytest(0),
                "gemm-fuzz --workers 2": _campaign(tmp_path / "report")}[run]
-    done = subprocess.run([sys.executable, "-c", SCENARIO, json.dumps([command, int(signum), "properties.worker"])],
+    done = subprocess.run([sys.executable, "-c", SCENARIO, json.dumps([command, int(signum), "properties.run.worker"])],
                           capture_output=True, text=True, timeout=400, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])

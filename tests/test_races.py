@@ -15,13 +15,14 @@ import triton
 import triton.language as tl
 
 from gemm_fuzz import kernels
+from gemm_fuzz.properties.checks.example import Example
 from gemm_fuzz.properties.evaluation import mutation
 from gemm_fuzz.properties.interpreter import races, sanitizer, schedule
 from gemm_fuzz.properties.judge import oracles
 from gemm_fuzz.properties.judge.failures import GemmFailure
+from gemm_fuzz.properties.launch import user_kernel
 from gemm_fuzz.properties.model.cases import COL, GemmCase, Layout, materialize
-from gemm_fuzz.properties.run import runner, user_kernel
-from gemm_fuzz.properties.run.examples import Example
+from gemm_fuzz.properties.run import runner
 
 pytestmark = pytest.mark.interpreter
 

@@ -4,10 +4,10 @@ blocks, what a target's strategies can reach, and the summary line of what no ex
 import torch
 
 from gemm_fuzz import kernels
+from gemm_fuzz.properties.checks.example import Example
 from gemm_fuzz.properties.model.cases import COL, GemmCase, Layout
 from gemm_fuzz.properties.report import reached
 from gemm_fuzz.properties.report.stats import TargetStats, never_reached
-from gemm_fuzz.properties.run.examples import Example
 from gemm_fuzz.properties.run.runner import Runner, RunSettings
 
 

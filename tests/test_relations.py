@@ -10,8 +10,8 @@ from gemm_fuzz.kernels.dtypes import ALL_DTYPES
 from gemm_fuzz.kernels.registry import Requirements, Variant
 from gemm_fuzz.properties.judge import oracles, relations
 from gemm_fuzz.properties.judge.failures import NotBitExact, ValueOutOfBound
+from gemm_fuzz.properties.launch import launching
 from gemm_fuzz.properties.model.cases import COL, GemmCase, Layout, materialize
-from gemm_fuzz.properties.run import examples
 
 
 def _fake(name: str, compute, deterministic: bool = True, requirements: Requirements | None = None) -> Variant:
@@ -32,12 +32,12 @@ ALIGNED = _fake("right_aligned", lambda a, b: a @ b, requirements=Requirements(s
 
 def _first(variant, case, backend):
     ops = materialize(case, backend.device)
-    examples.launch(variant, ops, backend)
+    launching.launch(variant, ops, backend)
     return ops, relations.observed(oracles.against_reference(ops, variant.precision))
 
 
 def _launch(backend):
-    return lambda variant, ops: examples.launch(variant, ops, backend)
+    return lambda variant, ops: launching.launch(variant, ops, backend)
 
 
 def test_a_right_kernel_keeps_every_relation(backend):
@@ -93,7 +93,7 @@ def test_scale_does_not_apply_where_products_or_b_leave_the_normal_range(backend
     ops = materialize(GemmCase(2, 2, 4, "fp16", "fp16"), backend.device)  # A all ones: only B is near the edge
     ops.b.view.fill_(1.5 * 2.0**-12)  # 6x fp16's smallest normal; halved, 3x: within the 4x margin
     ops.b.snapshot()  # the new values are the inputs
-    examples.launch(RIGHT, ops, backend)
+    launching.launch(RIGHT, ops, backend)
     first = relations.observed(oracles.against_reference(ops, RIGHT.precision))
     assert not relations.scale(RIGHT, _launch(backend), ops, first, k=-1)
     assert relations.scale(RIGHT, _launch(backend), ops, first, k=1)  # doubling keeps everything normal
@@ -123,7 +123,7 @@ def test_the_problems_compiled_ahead_are_the_ones_the_relations_launch(variant, 
     def record(variant, ops):
         launched.append(tuple((tuple(t.shape), t.stride(), t.storage_offset(), t.dtype)
                               for t in (ops.a.view, ops.b.view, ops.c.view)))
-        examples.launch(variant, ops, backend)
+        launching.launch(variant, ops, backend)
 
     ops, first = _first(variant, case, backend)
     params = {"transpose": True, "pad": 16, "split": 16}

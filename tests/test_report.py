@@ -4,12 +4,13 @@ run, the campaign's summary.md as valid Markdown, and its plots."""
 
 import json
 import re
-import textwrap
 from pathlib import Path
 
 import pytest
 from markdown_it import MarkdownIt
+from templates import TILED
 
+from gemm_fuzz.kernels.mutants import Edit, edited
 from gemm_fuzz.properties.campaign import TargetResult
 from gemm_fuzz.properties.judge import failures
 from gemm_fuzz.properties.model.cases import ROW, GemmCase, Layout
@@ -98,30 +99,9 @@ def test_distinct_bugs_stay_apart_and_one_bug_is_one_entry_with_its_cases():
         "\n".join(found[2].lines())
 
 
-WRONG_KERNEL = textwrap.dedent("""
-    import triton
-    import triton.language as tl
-
-    from gemm_fuzz.kernels import contract
-
-    @triton.jit
-    def _kernel(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn, B: tl.constexpr):
-        m = tl.program_id(0) * B + tl.arange(0, B)
-        n = tl.program_id(1) * B + tl.arange(0, B)
-        acc = tl.zeros((B, B), dtype=tl.float32)
-        for k in range(0, K, B):
-            kk = k + tl.arange(0, B)
-            x = tl.load(a + m[:, None] * sam + kk[None, :] * sak, mask=m[:, None] < M, other=0.0)  # no K mask
-            y = tl.load(b + kk[:, None] * sbk + n[None, :] * sbn, mask=n[None, :] < N, other=0.0)
-            acc = tl.dot(x, y, acc, input_precision="ieee")
-        tl.store(c + m[:, None] * scm + n[None, :] * scn, acc.to(c.dtype.element_ty),
-                 mask=(m[:, None] < M) & (n[None, :] < N))
-
-    @contract(blocks=(16, 16, 16))
-    def matmul(a, b, c):
-        grid = (triton.cdiv(a.shape[0], 16), triton.cdiv(b.shape[1], 16))
-        _kernel[grid](a, b, c, a.shape[0], b.shape[1], a.shape[1], *a.stride(), *b.stride(), *c.stride(), B=16)
-""")
+# no K mask on the loads (only M and N): the last K strip reads past A's rows and B's columns
+WRONG_KERNEL = edited(TILED, (Edit("mask=(m[:, None] < M) & (kk[None, :] < K)", "mask=m[:, None] < M"),
+                              Edit("mask=(kk[:, None] < K) & (n[None, :] < N)", "mask=n[None, :] < N")), "no_k_mask")
 
 
 def test_a_failing_run_shows_each_failure_short_and_each_bug_once(pytester, monkeypatch):
@@ -135,16 +115,19 @@ def test_a_failing_run_shows_each_failure_short_and_each_bug_once(pytester, monk
     for noise in ("Explanation", "Highest target score", "Traceback", 'File "', "properties/", "Falsifying example"):
         assert noise not in out, noise
     section = out[out.index("GEMM failures: "):out.index("GEMM targets")]
-    oob = re.search(r"\d+\. out-of-bounds access: user:my_kernel\.matmul#\w+ at the load of a at my_kernel\.py:13\n"
-                    r"    in (.*); dtypes bf16, fp16\n", section)
+    written = (pytester.path / "my_kernel.py").read_text().splitlines()
+    line = next(i for i, text in enumerate(written, 1) if "x = tl.load(a + " in text)  # the load of A
+    oob = re.search(rf"\d+\. out-of-bounds access: user:my_kernel\.matmul#\w+ at the load of a at "
+                    rf"my_kernel\.py:{line}\n    in (.*); dtypes bf16, fp16\n", section)
     assert oob and set(oob.group(1).split(", ")) == set(TESTS), section
-    assert section.count("at the load of a at my_kernel.py:13") == 1
+    assert section.count(f"at the load of a at my_kernel.py:{line}") == 1
     failed = [line for line in result.stdout.lines if line.startswith("FAILED")]
     # pytest-reportlog's log holds each failure as it happened: the short report and the bug's record
     logged = [json.loads(line) for line in (pytester.path / "log.jsonl").read_text().splitlines()]
     logged = [r for r in logged if r.get("outcome") == "failed"]
     assert len(logged) == len(failed) and all(r["gemm_failures"] for r in logged)
-    assert any("out-of-bounds load in kernel '_kernel' at my_kernel.py:13" in json.dumps(r["longrepr"]) for r in logged)
+    assert any(f"out-of-bounds load in kernel '_kernel' at my_kernel.py:{line}" in json.dumps(r["longrepr"])
+               for r in logged)
     assert len(failed) >= 6 and all(re.search(r"\] - (out-of-bounds load of a in kernel|value out of bound: C|"
                                               r"not bit-exact: C)", line) for line in failed), failed
 
@@ -156,18 +139,22 @@ class _Backend:
 
 def _results():
     broadcast = "2x3x4 fp16->fp16 A:row|bcast-rows B:col C:row ones seed=0"
-    ok = TargetResult("tiled-fp16", "tiled", "fp16", examples=10, exact=4, seconds=2.0, worst_ratio=0.5,
-                      worst_case=broadcast, ratios=[0.5])
-    tf32 = TargetResult("tiled_tf32-tf32", "tiled_tf32", "tf32", examples=5, seconds=1.0, worst_ratio=0.9,
-                        worst_case="1x1x1 fp32->fp32 A:row B:row C:row uniform seed=0")
+    ok = TargetResult(
+        target_id="tiled-fp16", variant="tiled", dtype="fp16", examples=10, exact=4, seconds=2.0, worst_ratio=0.5,
+        worst_case=broadcast, ratios=[0.5])
+    tf32 = TargetResult(
+        target_id="tiled_tf32-tf32", variant="tiled_tf32", dtype="tf32", examples=5, seconds=1.0, worst_ratio=0.9,
+        worst_case="1x1x1 fp32->fp32 A:row B:row C:row uniform seed=0")
     failure = failures.ValueOutOfBound("C[0, 0] = 3 where the float64 reference is 1 | odd ``` text", ratio=107.0)
     failure.with_context(variant="grouped", case=broadcast, check="against the float64 reference")
-    bad = TargetResult("grouped-fp16", "grouped", "fp16", examples=9, seconds=1.0, worst_ratio=0.0,
-                       worst_case="1x1x1 fp16->fp16 A:row B:row C:row ones seed=0", failures=3, failure=failure,
-                       failing_ratio=107.0, failing_case=broadcast)
-    exact_fail = TargetResult("naive-int8", "naive", "int8", examples=3, exact=1, seconds=1.0, worst_ratio=0.0,
-                              failures=2, failure=failures.NotBitExact("C[0, 0] = 16 where ... is exactly 17"),
-                              failing_case="1x1x17 int8->int32 A:row B:row C:row ones seed=0")
+    bad = TargetResult(
+        target_id="grouped-fp16", variant="grouped", dtype="fp16", examples=9, seconds=1.0, worst_ratio=0.0,
+        worst_case="1x1x1 fp16->fp16 A:row B:row C:row ones seed=0", failures=3, failure=failure,
+        failing_ratio=107.0, failing_case=broadcast)
+    exact_fail = TargetResult(
+        target_id="naive-int8", variant="naive", dtype="int8", examples=3, exact=1, seconds=1.0, worst_ratio=0.0,
+        failures=2, failure=failures.NotBitExact("C[0, 0] = 16 where ... is exactly 17"),
+        failing_case="1x1x17 int8->int32 A:row B:row C:row ones seed=0")
     return [ok, tf32, bad, exact_fail]
 
 

@@ -7,13 +7,15 @@ import sys
 import textwrap
 
 import pytest
+from templates import TILED
 
 from gemm_fuzz.kernels import mutants
+from gemm_fuzz.kernels.mutants import Edit, edited
+from gemm_fuzz.properties.checks.example import Example
 from gemm_fuzz.properties.judge.failures import GemmFailure, TimedOut
+from gemm_fuzz.properties.launch import user_kernel
 from gemm_fuzz.properties.model.cases import GemmCase
 from gemm_fuzz.properties.report import repros
-from gemm_fuzz.properties.run import user_kernel
-from gemm_fuzz.properties.run.examples import Example
 from gemm_fuzz.properties.run.runner import Runner, RunSettings
 
 
@@ -95,33 +97,11 @@ def test_every_script_records_the_kernel_by_absolute_path_and_hash(backend, tmp_
     assert record["mode"] == "process" and record["example"]["check"] == "reference"
 
 
-ASSERTS_CONTIGUOUS_A = '''
-import triton
-import triton.language as tl
-from gemm_fuzz.kernels import Requirements, contract
-
-
-@triton.jit
-def _kernel(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn, B: tl.constexpr):
-    m = tl.program_id(0) * B + tl.arange(0, B)
-    n = tl.program_id(1) * B + tl.arange(0, B)
-    acc = tl.zeros((B, B), dtype=tl.float32)
-    for k in range(0, K, B):
-        kk = k + tl.arange(0, B)
-        x = tl.load(a + m[:, None] * sam + kk[None, :] * sak, mask=(m[:, None] < M) & (kk[None, :] < K), other=0.0)
-        y = tl.load(b + kk[:, None] * sbk + n[None, :] * sbn, mask=(kk[:, None] < K) & (n[None, :] < N), other=0.0)
-        acc = tl.dot(x, y, acc)
-    tl.store(c + m[:, None] * scm + n[None, :] * scn, acc.to(c.dtype.element_ty),
-             mask=(m[:, None] < M) & (n[None, :] < N))
-
-
-@contract(DECLARED)
-def matmul(a, b, c):
-    assert a.is_contiguous(), "Matrix A must be contiguous"
-    M, K = a.shape
-    N = b.shape[1]
-    _kernel[(triton.cdiv(M, 16), triton.cdiv(N, 16))](a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride(), B=16)
-'''
+# the tutorial's wrapper asserting a contiguous A, its contract not saying so (DECLARED says it, as the hint asks)
+ASSERTION = '    assert a.is_contiguous(), "Matrix A must be contiguous"\n'
+ASSERTS_CONTIGUOUS_A = edited(TILED, (Edit("    M, K = a.shape\n", ASSERTION + "    M, K = a.shape\n"),
+                                      Edit("@contract(blocks=(16, 16, 16))", "@contract(blocks=(16, 16, 16)DECLARED)"),
+                                      Edit("import contract", "import Requirements, contract")), "asserts_contiguous_a")
 CI = ["--gemm-backend", "interpreter", "-p", "no:cacheprovider", "--hypothesis-profile", "ci"]
 
 
@@ -136,7 +116,7 @@ def test_replays_follow_the_contract_and_are_never_targets(pytester):
     assert first.ret == 1 and "declare requires=Requirements(contiguous=('a',))" in " ".join(first.stdout.lines)
     scripts = sorted((pytester.path / "repros").glob("*.py"))
     assert scripts
-    declared = undeclared.replace("@contract()", "@contract(requires=Requirements(contiguous=('a',)))")
+    declared = ASSERTS_CONTIGUOUS_A.replace("DECLARED", ", requires=Requirements(contiguous=('a',))")
     pytester.makepyfile(my_kernel=declared)
     second = pytester.runpytest_subprocess("--gemm-kernel", "my_kernel.py:matmul", "--gemm-dtype", "fp16",
                                            "-k", "float64 or replays", "-rs", *CI, timeout=900)
@@ -154,8 +134,7 @@ def test_a_replay_that_passes_now_says_so(pytester):
     pytester.makepyfile(my_kernel=ASSERTS_CONTIGUOUS_A.replace("DECLARED", ""))
     pytester.runpytest_subprocess("--gemm-kernel", "my_kernel.py:matmul", "--gemm-dtype", "fp16", "-k", "float64",
                                   *CI, timeout=900)
-    fixed = ASSERTS_CONTIGUOUS_A.replace("DECLARED", "").replace(
-        '    assert a.is_contiguous(), "Matrix A must be contiguous"\n', "")
+    fixed = TILED  # the assertion gone
     pytester.makepyfile(my_kernel=fixed)
     result = pytester.runpytest_subprocess("--gemm-kernel", "my_kernel.py:matmul", "--gemm-dtype", "fp16",
                                            "-k", "replays", *CI, timeout=900)

@@ -12,8 +12,8 @@ import triton.language as tl
 
 from gemm_fuzz.properties.interpreter import sanitizer, schedule
 from gemm_fuzz.properties.judge import oracles
+from gemm_fuzz.properties.launch import user_kernel
 from gemm_fuzz.properties.model.cases import GemmCase, materialize
-from gemm_fuzz.properties.run import user_kernel
 from gemm_fuzz.reference import numpy_ref
 
 pytestmark = pytest.mark.interpreter

@@ -8,10 +8,10 @@ from templates import MASKED
 
 from gemm_fuzz import kernels
 from gemm_fuzz.kernels import operands
+from gemm_fuzz.properties.launch import targets
 from gemm_fuzz.properties.model import stratified
 from gemm_fuzz.properties.model.cases import materialize
 from gemm_fuzz.properties.report import reached
-from gemm_fuzz.properties.run import targets
 
 TARGETS = [pytest.param(t, id=t.id) for t in targets.targets(kernels.variants())]
 

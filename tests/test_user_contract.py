@@ -14,8 +14,9 @@ import triton.language as tl
 
 from gemm_fuzz.kernels import Contract, Requirements, contract
 from gemm_fuzz.properties.judge.failures import LauncherRefused, NotBitExact
+from gemm_fuzz.properties.launch import preconditions, user_kernel
 from gemm_fuzz.properties.model.cases import GemmCase, Layout
-from gemm_fuzz.properties.run import preconditions, runner, user_kernel
+from gemm_fuzz.properties.run import runner
 from gemm_fuzz.reference import bounds, numpy_ref
 from gemm_fuzz.reference.formats import by_name
 

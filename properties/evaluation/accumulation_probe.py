@@ -135,7 +135,7 @@ def overflow(precision: str) -> dict[str, float]:
 
 def main() -> None:
     from gemm_fuzz.properties.interpreter import fixes
-    from gemm_fuzz.properties.run import backends
+    from gemm_fuzz.properties.launch import backends
 
     backend = backends.activate("cuda")
     print("\n".join(backend.header()))

@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--all-shapes", action="store_true", help="also the three largest of test_dot's shapes")
     args = parser.parse_args(argv)
 
-    from gemm_fuzz.properties.run import backends
+    from gemm_fuzz.properties.launch import backends
 
     backends.activate(os.environ.get("GEMM_BACKEND", "auto"))
     if args.mutant:

@@ -37,7 +37,7 @@ CAMPAIGNS = {
 
 def _target(spec: str, dtype: str):
     from gemm_fuzz import kernels
-    from gemm_fuzz.properties.run import targets, user_kernel
+    from gemm_fuzz.properties.launch import targets, user_kernel
 
     variant = user_kernel.load(spec) if ":" in spec else kernels.get(spec)  # PATH.py:FUNC: a user's kernel
     return targets.Target(variant, dtype)
@@ -48,9 +48,9 @@ def run_campaign(target, examples: int, backend) -> tuple[float, int, str]:
     from hypothesis import HealthCheck, Phase, Verbosity, given, settings
     from hypothesis import target as climb
 
+    from gemm_fuzz.properties.checks.example import Example
     from gemm_fuzz.properties.judge.failures import GemmFailure
     from gemm_fuzz.properties.model import strategies
-    from gemm_fuzz.properties.run.examples import Example
     from gemm_fuzz.properties.run.runner import Runner, RunSettings
 
     verdicts = []
@@ -91,7 +91,7 @@ def worker(name: str, examples: int, repeats: int, core: int) -> None:
 
     for message in ("overflow encountered", "invalid value encountered"):
         warnings.filterwarnings("ignore", message=message, category=RuntimeWarning)
-    from gemm_fuzz.properties.run import backends
+    from gemm_fuzz.properties.launch import backends
 
     backend = backends.activate("interpreter")
     target = _target(*CAMPAIGNS[name])

@@ -12,7 +12,7 @@ after an uncounted one of the same length, and counts examples per second two wa
 (each worker's examples over the seconds its targets ran, summed over the workers) and over the whole
 budget (its processes' start-up included). Each figure
 is the median of `--repeats` runs; the table also gives the range and the battery's own split of
-its examples' time by phase (properties/report/phases.py).
+its examples' time by phase (properties/phases.py).
 """
 
 from __future__ import annotations

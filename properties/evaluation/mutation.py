@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from hypothesis import Phase, given
 from hypothesis import settings as hypothesis_settings
 
+from gemm_fuzz.properties.checks.example import Example
 from gemm_fuzz.properties.judge.failures import GemmFailure
+from gemm_fuzz.properties.launch import backends
 from gemm_fuzz.properties.model import strategies
 from gemm_fuzz.properties.model.cases import GemmCase
-from gemm_fuzz.properties.run import backends
 from gemm_fuzz.properties.run import hypothesis_profiles as _profiles  # noqa: F401  (registers the "ci" profile)
-from gemm_fuzz.properties.run.examples import Example
 from gemm_fuzz.properties.run.runner import Runner, RunSettings
 from gemm_fuzz.reference.formats import by_name, name_of
 

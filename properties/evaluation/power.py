@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 from hypothesis import HealthCheck, Phase, given, settings
 
+from gemm_fuzz.properties.checks.example import Example
 from gemm_fuzz.properties.judge.failures import GemmFailure
+from gemm_fuzz.properties.launch import backends
 from gemm_fuzz.properties.model import strategies
-from gemm_fuzz.properties.run import backends
-from gemm_fuzz.properties.run.examples import Example
 from gemm_fuzz.properties.run.runner import Runner, RunSettings
 from gemm_fuzz.reference.formats import by_name
 

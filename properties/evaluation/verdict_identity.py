@@ -22,11 +22,11 @@ import warnings
 import numpy as np
 from hypothesis import HealthCheck, Phase, given, settings
 
+from gemm_fuzz.properties.checks.example import Example
 from gemm_fuzz.properties.interpreter import fast
 from gemm_fuzz.properties.judge.failures import GemmFailure
+from gemm_fuzz.properties.launch import backends
 from gemm_fuzz.properties.model import strategies
-from gemm_fuzz.properties.run import backends
-from gemm_fuzz.properties.run.examples import Example
 from gemm_fuzz.properties.run.runner import Runner, RunSettings
 
 HUNTS = ("tiled_no_other", "split_k_into_c", "stream_k_late_first_owner")
@@ -52,7 +52,7 @@ def examples(per_target: int, backend) -> list[tuple[object, Example]]:
     from gemm_fuzz import kernels
     from gemm_fuzz.kernels import mutants
     from gemm_fuzz.properties.evaluation import mutation
-    from gemm_fuzz.properties.run import targets
+    from gemm_fuzz.properties.launch import targets
 
     chosen = []
     for target in targets.targets(kernels.variants()):

@@ -50,14 +50,13 @@ class _Uncacheable(Exception):
 # keys: what the frontend's decisions may depend on
 
 
-_TYPE_KEYS: dict[int, tuple[object, tuple]] = {}  # id(type) -> (type, key); the type is kept alive
 
 
 def _type_key(ty) -> tuple:
-    hit = _TYPE_KEYS.get(id(ty))
+    hit = _state.type_keys.get(id(ty))
     if hit is not None:
         return hit[1]
-    tl = _TL
+    tl = _state.tl
     if isinstance(ty, tl.block_type):
         key = ("block", _type_key(ty.element_ty), tuple(int(n) for n in ty.shape))
     elif isinstance(ty, tl.pointer_type):
@@ -66,9 +65,9 @@ def _type_key(ty) -> tuple:
         key = ("dtype", ty.name)
     else:
         raise _Uncacheable
-    if len(_TYPE_KEYS) > 4096:
-        _TYPE_KEYS.clear()
-    _TYPE_KEYS[id(ty)] = (ty, key)
+    if len(_state.type_keys) > 4096:
+        _state.type_keys.clear()
+    _state.type_keys[id(ty)] = (ty, key)
     return key
 
 
@@ -76,10 +75,10 @@ def _key(value, inputs: list):
     """A hashable description of one argument; tensors are appended to `inputs` (their handles are the
     recipe's operands) and described by type."""
     kind = type(value)
-    if kind is _TENSOR:
+    if kind is _state.tensor:
         inputs.append(value)
         return _type_key(value.type)
-    if kind is _CONSTEXPR:
+    if kind is _state.constexpr:
         return ("C", _key(value.value, inputs))
     if value is None or kind is bool or kind is int or kind is str:
         return (kind.__name__, value)
@@ -89,7 +88,7 @@ def _key(value, inputs: list):
         return (kind.__name__,) + tuple(_key(v, inputs) for v in value)
     if kind is slice:
         return ("slice", _key(value.start, inputs), _key(value.stop, inputs), _key(value.step, inputs))
-    if isinstance(value, _TL.dtype):
+    if isinstance(value, _state.tl.dtype):
         return ("type", _type_key(value))
     raise _Uncacheable
 
@@ -134,7 +133,7 @@ class _Recorder:
         return call
 
     def _template(self, value):
-        if isinstance(value, _HANDLES):
+        if isinstance(value, _state.handles):
             slot = self.slots.get(id(value))
             if slot is None:
                 self.ok = False  # a handle made outside the recorded calls
@@ -150,7 +149,7 @@ class _Recorder:
         args = tuple(self._template(a) for a in args)
         kwargs = {k: self._template(v) for k, v in kwargs.items()}
         outs = out if type(out) is tuple else (out,)
-        handles = [o for o in outs if isinstance(o, _HANDLES)]
+        handles = [o for o in outs if isinstance(o, _state.handles)]
         if handles and len(handles) != len(outs):
             self.ok = False
         slots = []
@@ -174,7 +173,7 @@ class _Recorder:
     def _result(self, result, inputs: list):
         if result is None:
             return ("none",)
-        if type(result) is _TENSOR:
+        if type(result) is _state.tensor:
             for j, t in enumerate(inputs):
                 if t is result:
                     return ("input", j)
@@ -251,9 +250,9 @@ def _constant(value) -> bool:
     """Values a recipe may keep and pass again: immutable, and not a handle."""
     if value is None or type(value) in (bool, int, float, str):
         return True
-    if isinstance(value, _TL.core.base_type):  # Triton types (dtype, block_type, pointer_type)
+    if isinstance(value, _state.tl.core.base_type):  # Triton types (dtype, block_type, pointer_type)
         return True
-    if type(value) is _TL.core.tuple:  # a shape
+    if type(value) is _state.tl.core.tuple:  # a shape
         return all(_constant(v) for v in value.values)
     return type(value).__module__.startswith("triton._C")  # the IR's enums (precision, rounding, ...)
 
@@ -283,7 +282,7 @@ class _Recipe:
     __slots__ = ("replay", "source")
 
     def __init__(self, steps: list, inputs: int, result):
-        names: dict = {"_B": _BUILDER, "_tensor": _new_tensor}
+        names: dict = {"_B": _state.builder, "_tensor": _new_tensor}
         lines = [f"    v{i} = inputs[{i}].handle" for i in range(inputs)]
         for step in steps:
             call = f"_B.{step.name}({_source(step.args, names, star=True)}"
@@ -333,31 +332,45 @@ def _result_source(template, names: dict) -> str:
 
 def _new_tensor(attrs: dict, handle):
     """A tl.tensor of the recorded type (its attributes copied) around a new handle."""
-    tensor = _TENSOR.__new__(_TENSOR)
+    tensor = _state.tensor.__new__(_state.tensor)
     tensor.__dict__.update(attrs)
     tensor.handle = handle
     return tensor
 
 
 _UNCACHEABLE = object()
-_RECIPES: dict = {}
 _MAX_RECIPES = 20000  # distinct (builtin, argument types, constants); past it the cache starts over
 
 
-class _State:
-    active = False  # installed (wrappers left in triton.language.core after uninstall() call builtins as is)
-    # greenlet -> the semantic its recording runs with. Per greenlet: a recorded builtin may reach a
-    # scheduler switch point (an atomic), and other programs run their own builtins meanwhile.
-    recording: dict = {}
+class _FastPath:
+    """Everything the fast path keeps, in one object: what it learnt, and what it installed."""
+
+    def __init__(self):
+        self.active = False  # installed (wrappers left in triton.language.core after uninstall() call builtins as is)
+        # greenlet -> the semantic its recording runs with. Per greenlet: a recorded builtin may reach a
+        # scheduler switch point (an atomic), and other programs run their own builtins meanwhile.
+        self.recording: dict = {}
+        self.type_keys: dict[int, tuple[object, tuple]] = {}  # id(type) -> (type, key); the type is kept alive
+        self.recipes: dict = {}  # (builtin, argument keys, constants) -> recipe, or _UNCACHEABLE
+        self.np_dtypes: dict[int, tuple[object, np.dtype]] = {}  # id(Triton type) -> (type, numpy dtype)
+        self.wrappers: dict = {}  # builtin -> the function patched in its place
+        self.builtins: dict = {}  # module or class -> [(name, builtin)], taken once
+        self.saved: dict = {}  # (owner, name) -> what the fast path replaced there
+        # Triton's, taken at installation: triton.language, the interpreter module, tl.tensor,
+        # tl.constexpr, the interpreter's handle classes, its builder and a semantic over that builder
+        self.tl = self.interp = self.tensor = self.constexpr = self.builder = self.semantic = None
+        self.handles: tuple = ()
+        self.header: str | None = None  # the header line, once installed (or found turned off)
+        self.probe = None  # the probe kernel, built on first use
 
 
-_state = _State()
+_state = _FastPath()
 
 
 def _run(member, args, kwargs):
     """One call of a builtin: replayed from its recipe, recorded, or run as is."""
     if not _state.active:
-        return member(*args, **kwargs, _semantic=_SEMANTIC)
+        return member(*args, **kwargs, _semantic=_state.semantic)
     if _state.recording:
         semantic = _state.recording.get(getcurrent())
         if semantic is not None:  # inside a builtin being recorded: its builder calls are the outer recipe's
@@ -368,44 +381,43 @@ def _run(member, args, kwargs):
                tuple([(k, _key(v, inputs)) for k, v in kwargs.items()]) if kwargs else (),
                _aliases(inputs) if len(inputs) > 1 else ())
     except _Uncacheable:
-        return member(*args, **kwargs, _semantic=_SEMANTIC)
-    recipe = _RECIPES.get(key)
+        return member(*args, **kwargs, _semantic=_state.semantic)
+    recipe = _state.recipes.get(key)
     if recipe is None:
         return _record(key, member, args, kwargs, inputs)
     if recipe is _UNCACHEABLE:
-        return member(*args, **kwargs, _semantic=_SEMANTIC)
+        return member(*args, **kwargs, _semantic=_state.semantic)
     return recipe.replay(inputs)
 
 
 def _record(key, member, args, kwargs, inputs: list):
-    recorder = _Recorder(_BUILDER, inputs)
+    recorder = _Recorder(_state.builder, inputs)
     before = [(t.handle, t.type) for t in inputs]
     me = getcurrent()
-    _state.recording[me] = type(_SEMANTIC)(recorder)
+    _state.recording[me] = type(_state.semantic)(recorder)
     try:
         result = member(*args, **kwargs, _semantic=_state.recording[me])
     finally:
         del _state.recording[me]
     unchanged = all(t.handle is h and t.type is ty for t, (h, ty) in zip(inputs, before))
     recipe = recorder.recipe(result, inputs) if unchanged else None
-    if len(_RECIPES) >= _MAX_RECIPES:
-        _RECIPES.clear()
-    _RECIPES[key] = recipe if recipe is not None else _UNCACHEABLE
+    if len(_state.recipes) >= _MAX_RECIPES:
+        _state.recipes.clear()
+    _state.recipes[key] = recipe if recipe is not None else _UNCACHEABLE
     return result
 
 
-_NP_DTYPES: dict[int, tuple[object, np.dtype]] = {}  # id(Triton type) -> (type, numpy dtype)
 
 
 def _get_np_dtype(tt_dtype):
     """The interpreter's _get_np_dtype, memoized (it builds its table at every call)."""
-    hit = _NP_DTYPES.get(id(tt_dtype))
+    hit = _state.np_dtypes.get(id(tt_dtype))
     if hit is not None:
         return hit[1]
-    result = _SAVED[(_INTERP, "_get_np_dtype")](tt_dtype)
-    if len(_NP_DTYPES) > 4096:
-        _NP_DTYPES.clear()
-    _NP_DTYPES[id(tt_dtype)] = (tt_dtype, result)
+    result = _state.saved[(_state.interp, "_get_np_dtype")](tt_dtype)
+    if len(_state.np_dtypes) > 4096:
+        _state.np_dtypes.clear()
+    _state.np_dtypes[id(tt_dtype)] = (tt_dtype, result)
     return result
 
 
@@ -413,19 +425,17 @@ def _get_np_dtype(tt_dtype):
 # patching triton.language per launch
 
 
-_WRAPPERS: dict = {}  # builtin -> the function patched in its place
-_BUILTINS: dict = {}  # module or class -> [(name, builtin)], taken once
 
 
 def _wrapper(member):
-    wrapper = _WRAPPERS.get(member)
+    wrapper = _state.wrappers.get(member)
     if wrapper is None:
         def wrapper(*args, **kwargs):
             if "_semantic" in kwargs:
                 kwargs = {k: v for k, v in kwargs.items() if k != "_semantic"}
             return _run(member, args, kwargs)
 
-        _WRAPPERS[member] = wrapper
+        _state.wrappers[member] = wrapper
     return wrapper
 
 
@@ -434,9 +444,9 @@ def _patch_attr(obj, name, member, builder, scope):
 
 
 def _patch_builtin(pkg, builder, scope):
-    members = _BUILTINS.get(pkg)
+    members = _state.builtins.get(pkg)
     if members is None:
-        members = _BUILTINS[pkg] = _builtins_of(pkg)
+        members = _state.builtins[pkg] = _builtins_of(pkg)
     present = vars(pkg)
     for name, member in members:
         wrapper = _wrapper(member)
@@ -449,13 +459,14 @@ def _builtins_of(pkg) -> list:
     and never restores it, so a builtin there may stand behind the interpreter's patched lambda (its
     `member` default) or behind one of our wrappers."""
     found = []
-    unwrap = {id(wrapper): member for member, wrapper in _WRAPPERS.items()}
+    unwrap = {id(wrapper): member for member, wrapper in _state.wrappers.items()}
     for name, value in inspect.getmembers(pkg):
         if id(value) in unwrap:
             value = unwrap[id(value)]
-        elif getattr(value, "__name__", None) == "<lambda>" and getattr(value, "__module__", None) == _INTERP.__name__:
+        elif (getattr(value, "__name__", None) == "<lambda>"
+              and getattr(value, "__module__", None) == _state.interp.__name__):
             value = (value.__kwdefaults__ or {}).get("member")
-        if _TL.core.is_builtin(value):
+        if _state.tl.core.is_builtin(value):
             found.append((name, value))
     return found
 
@@ -464,15 +475,6 @@ def _builtins_of(pkg) -> list:
 # installation
 
 
-_TL = None
-_INTERP = None
-_TENSOR = None
-_CONSTEXPR = None
-_HANDLES: tuple = ()
-_BUILDER = None
-_SEMANTIC = None
-_HEADER: str | None = None
-_SAVED: dict = {}
 
 
 def enabled_by_environment() -> bool:
@@ -482,15 +484,14 @@ def enabled_by_environment() -> bool:
 def install() -> str:
     """Install the fast path on the interpreter (unless GEMM_INTERPRETER_FAST=0), probe it, and return
     the header line. Idempotent."""
-    global _HEADER
-    if _HEADER is None:
+    if _state.header is None:
         if enabled_by_environment():
             _install()
-            _HEADER = (f"gemm interpreter fast path: on (builtins replayed from recipes keyed by argument types, "
+            _state.header = (f"gemm interpreter fast path: on (builtins replayed from recipes keyed by argument types, "
                        f"start-up objects frozen out of the garbage collector; {ENV}=0 turns it off)")
         else:
-            _HEADER = f"gemm interpreter fast path: off ({ENV}=0)"
-    return _HEADER
+            _state.header = f"gemm interpreter fast path: off ({ENV}=0)"
+    return _state.header
 
 
 @contextlib.contextmanager
@@ -511,7 +512,6 @@ def switched(on: bool):
 
 
 def _install() -> None:
-    global _TL, _INTERP, _TENSOR, _CONSTEXPR, _HANDLES, _BUILDER, _SEMANTIC
     import triton
     import triton.language as tl
     from triton.language.semantic import TritonSemantic
@@ -523,22 +523,22 @@ def _install() -> None:
         raise FastInterpreterError(f"the interpreter fast path cannot install on Triton {triton.__version__}: its "
                                    f"interpreter has no {', '.join(missing)} (properties/interpreter/fast.py "
                                    "needs them)")
-    _TL, _INTERP, _TENSOR, _CONSTEXPR = tl, interp, tl.tensor, tl.constexpr
-    _HANDLES = tuple(getattr(interp, name) for name in ("TensorHandle", "TensorDescHandle", "BlockPointerHandle")
+    _state.tl, _state.interp, _state.tensor, _state.constexpr = tl, interp, tl.tensor, tl.constexpr
+    _state.handles = tuple(getattr(interp, name) for name in ("TensorHandle", "TensorDescHandle", "BlockPointerHandle")
                      if hasattr(interp, name))
-    _BUILDER = interp.interpreter_builder
-    _SEMANTIC = TritonSemantic(_BUILDER)
+    _state.builder = interp.interpreter_builder
+    _state.semantic = TritonSemantic(_state.builder)
     expected = probe_results()
     for pkg in (tl, tl.core, tl.tensor, tl.math, tl.core.tensor_descriptor_base):
-        _BUILTINS[pkg] = _builtins_of(pkg)
+        _state.builtins[pkg] = _builtins_of(pkg)
     for name, replacement in (("_patch_attr", _patch_attr), ("_patch_builtin", _patch_builtin),
                               ("_get_np_dtype", _get_np_dtype)):
-        _SAVED[(interp, name)] = getattr(interp, name)
+        _state.saved[(interp, name)] = getattr(interp, name)
         setattr(interp, name, replacement)
-    for name, member in _BUILTINS[tl.core]:  # the lambdas earlier device-function calls left there
+    for name, member in _state.builtins[tl.core]:  # the lambdas earlier device-function calls left there
         current = tl.core.__dict__.get(name)
-        if current is not member and current is not _WRAPPERS.get(member):
-            _SAVED[(tl.core, name)] = current
+        if current is not member and current is not _state.wrappers.get(member):
+            _state.saved[(tl.core, name)] = current
             setattr(tl.core, name, _wrapper(member))
     _state.active = True
     try:
@@ -561,15 +561,15 @@ def _install() -> None:
 def uninstall() -> None:
     """Put the interpreter back as it was."""
     _state.active = False
-    for (owner, name), original in _SAVED.items():
+    for (owner, name), original in _state.saved.items():
         setattr(owner, name, original)
-    _SAVED.clear()
-    _RECIPES.clear()
-    _NP_DTYPES.clear()
+    _state.saved.clear()
+    _state.recipes.clear()
+    _state.np_dtypes.clear()
 
 
 def installed() -> bool:
-    return bool(_SAVED)
+    return bool(_state.saved)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -596,12 +596,10 @@ def probe_results() -> dict[str, np.ndarray]:
     return out
 
 
-_PROBE = None
 
 
 def _probe_kernel():
-    global _PROBE
-    if _PROBE is None:
+    if _state.probe is None:
         import triton
         import triton.language as tl
 
@@ -626,5 +624,5 @@ def _probe_kernel():
                      mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
             tl.atomic_add(rows_ptr + offs_m, tl.sum(acc, axis=1), mask=offs_m < M)
 
-        _PROBE = fast_path_probe
-    return _PROBE
+        _state.probe = fast_path_probe
+    return _state.probe

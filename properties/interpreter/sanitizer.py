@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gemm_fuzz.properties.interpreter.operands import Operand
 from gemm_fuzz.properties.judge.failures import OutOfBoundsAccess
 
 _TAG = "bounds_checked.origin"  # key in TensorHandle.attr: tuple of the _Extents a pointer may address
@@ -54,16 +55,12 @@ def _membership(shape: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:
     return member
 
 
-@dataclass(eq=False)
-class _Extent:
-    """One tensor argument of a launch: what its pointer may address."""
+@dataclass(frozen=True, eq=False)
+class _Extent(Operand):
+    """One tensor argument of a launch and what its pointer may address: `member`, over the element offsets
+    of its span, True at its elements."""
 
-    name: str
-    ptr: int
-    itemsize: int
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]
-    member: np.ndarray = field(repr=False)
+    member: np.ndarray = field(default=None, repr=False, compare=False)
 
     @property
     def span(self) -> int:
@@ -324,6 +321,86 @@ _RMW_NAMES = {"ADD": "add", "FADD": "add", "MAX": "max", "UMAX": "max", "MIN": "
               "AND": "and", "OR": "or", "XOR": "xor", "XCHG": "xchg"}
 
 
+def _hook_create_masked_load(original):
+    def op(self, ptrs, mask, *args, **kwargs):
+        _check(self, ptrs, mask, "load")
+        return original(self, ptrs, mask, *args, **kwargs)
+    return op
+
+
+def _hook_create_masked_store(original):
+    def op(self, ptrs, value, mask, *args, **kwargs):
+        _check(self, ptrs, mask, "store")
+        return original(self, ptrs, value, mask, *args, **kwargs)
+    return op
+
+
+def _hook_create_atomic_rmw(original):
+    def op(self, rmw_op, ptr, val, mask, *args, **kwargs):
+        _check(self, ptr, mask, "atomic " + _RMW_NAMES.get(str(rmw_op).rsplit(".", 1)[-1], str(rmw_op)))
+        return original(self, rmw_op, ptr, val, mask, *args, **kwargs)
+    return op
+
+
+def _hook_create_atomic_cas(original):
+    def op(self, ptr, *args, **kwargs):
+        _check(self, ptr, None, "atomic cas")
+        return original(self, ptr, *args, **kwargs)
+    return op
+
+
+def _hook_materialize_pointers(original):
+    def op(self, *args, **kwargs):
+        ptrs, masks = original(self, *args, **kwargs)
+        _set_tag(ptrs, _tag_of(self.base))
+        return ptrs, masks
+    return op
+
+
+def _hook_implicit_cvt(original):
+    def cvt(arg):
+        out = original(arg)
+        launch = _state.launch
+        if launch is not None and hasattr(arg, "data_ptr") and hasattr(out, "handle"):
+            extent = _extent(launch.names.get(id(arg), f"argument #{len(launch.extents)}"), arg, out.handle)
+            if extent is not None:
+                launch.extents.append(extent)
+                _set_tag(out.handle, (extent,))
+        return out
+    return cvt
+
+
+def _hook_init_args_hst(original):
+    def op(self, args_dev, kwargs):
+        args_hst, kwargs_hst = original(self, args_dev, kwargs)
+        launch = _state.launch
+        if launch is not None:
+            for name, value in zip(self.arg_names, args_hst):
+                launch.name(value, name)
+            for name, value in kwargs_hst.items():
+                launch.name(value, name)
+        return args_hst, kwargs_hst
+    return op
+
+
+def _hook_grid_call(original):
+    def call(self, *args, **kwargs):
+        if not _state.contexts:
+            return original(self, *args, **kwargs)
+        code = getattr(self.fn, "__code__", None)
+        launch = _Launch(getattr(self.fn, "__name__", "?"), code.co_filename if code else "")
+        outer, _state.launch = _state.launch, launch
+        try:
+            return original(self, *args, **kwargs)
+        except Exception:
+            if launch.violation is not None:  # the interpreter wrapped it in InterpreterError
+                raise launch.violation from None
+            raise
+        finally:
+            _state.launch = outer
+    return call
+
+
 def _patches(interp) -> dict:
     builder = interp.InterpreterBuilder
     saved = {}
@@ -338,34 +415,10 @@ def _patches(interp) -> dict:
                 f"Triton {triton.__version__}'s interpreter has no {owner.__name__}.{name}, which the sanitizer hooks "
                 "to check memory accesses: this Triton release is not supported (3.6 and 3.9 are)")
 
-    def create_masked_load(original):
-        def op(self, ptrs, mask, *args, **kwargs):
-            _check(self, ptrs, mask, "load")
-            return original(self, ptrs, mask, *args, **kwargs)
-        return op
-
-    def create_masked_store(original):
-        def op(self, ptrs, value, mask, *args, **kwargs):
-            _check(self, ptrs, mask, "store")
-            return original(self, ptrs, value, mask, *args, **kwargs)
-        return op
-
-    def create_atomic_rmw(original):
-        def op(self, rmw_op, ptr, val, mask, *args, **kwargs):
-            _check(self, ptr, mask, "atomic " + _RMW_NAMES.get(str(rmw_op).rsplit(".", 1)[-1], str(rmw_op)))
-            return original(self, rmw_op, ptr, val, mask, *args, **kwargs)
-        return op
-
-    def create_atomic_cas(original):
-        def op(self, ptr, *args, **kwargs):
-            _check(self, ptr, None, "atomic cas")
-            return original(self, ptr, *args, **kwargs)
-        return op
-
-    patch(builder, "create_masked_load", create_masked_load)
-    patch(builder, "create_masked_store", create_masked_store)
-    patch(builder, "create_atomic_rmw", create_atomic_rmw)
-    patch(builder, "create_atomic_cas", create_atomic_cas)
+    patch(builder, "create_masked_load", _hook_create_masked_load)
+    patch(builder, "create_masked_store", _hook_create_masked_store)
+    patch(builder, "create_atomic_rmw", _hook_create_atomic_rmw)
+    patch(builder, "create_atomic_cas", _hook_create_atomic_cas)
     for name, op in [("create_atomic_load", "atomic load"), ("create_atomic_store", "atomic store"),  # 3.9
                      ("create_descriptor_load", "descriptor load"), ("create_descriptor_store", "descriptor store"),
                      ("create_tensor_pointer_load", "block pointer load"),  # 3.6
@@ -380,63 +433,15 @@ def _patches(interp) -> dict:
     patch(builder, "create_cat", lambda original: _joins(original, 0, 1))
     patch(builder, "create_join", lambda original: _joins(original, 0, 1))
 
-    def materialize_pointers(original):
-        def op(self, *args, **kwargs):
-            ptrs, masks = original(self, *args, **kwargs)
-            _set_tag(ptrs, _tag_of(self.base))
-            return ptrs, masks
-        return op
-
-    patch(interp.TensorDescHandle, "materialize_pointers", materialize_pointers)
+    patch(interp.TensorDescHandle, "materialize_pointers", _hook_materialize_pointers)
     if hasattr(interp, "BlockPointerHandle"):  # 3.6
-        patch(interp.BlockPointerHandle, "materialize_pointers", materialize_pointers)
-
-    def implicit_cvt(original):
-        def cvt(arg):
-            out = original(arg)
-            launch = _state.launch
-            if launch is not None and hasattr(arg, "data_ptr") and hasattr(out, "handle"):
-                extent = _extent(launch.names.get(id(arg), f"argument #{len(launch.extents)}"), arg, out.handle)
-                if extent is not None:
-                    launch.extents.append(extent)
-                    _set_tag(out.handle, (extent,))
-            return out
-        return cvt
+        patch(interp.BlockPointerHandle, "materialize_pointers", _hook_materialize_pointers)
 
     # module global: GridExecutor and the descriptor branch of _implicit_cvt look it up at call time
-    patch(interp, "_implicit_cvt", implicit_cvt)
+    patch(interp, "_implicit_cvt", _hook_implicit_cvt)
 
-    def init_args_hst(original):
-        def op(self, args_dev, kwargs):
-            args_hst, kwargs_hst = original(self, args_dev, kwargs)
-            launch = _state.launch
-            if launch is not None:
-                for name, value in zip(self.arg_names, args_hst):
-                    launch.name(value, name)
-                for name, value in kwargs_hst.items():
-                    launch.name(value, name)
-            return args_hst, kwargs_hst
-        return op
-
-    def grid_call(original):
-        def call(self, *args, **kwargs):
-            if not _state.contexts:
-                return original(self, *args, **kwargs)
-            code = getattr(self.fn, "__code__", None)
-            launch = _Launch(getattr(self.fn, "__name__", "?"), code.co_filename if code else "")
-            outer, _state.launch = _state.launch, launch
-            try:
-                return original(self, *args, **kwargs)
-            except Exception:
-                if launch.violation is not None:  # the interpreter wrapped it in InterpreterError
-                    raise launch.violation from None
-                raise
-            finally:
-                _state.launch = outer
-        return call
-
-    patch(interp.GridExecutor, "_init_args_hst", init_args_hst)
-    patch(interp.GridExecutor, "__call__", grid_call)
+    patch(interp.GridExecutor, "_init_args_hst", _hook_init_args_hst)
+    patch(interp.GridExecutor, "__call__", _hook_grid_call)
     return saved
 
 

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gemm_fuzz.properties.interpreter.operands import Operand
 from gemm_fuzz.properties.judge.failures import GemmFailure
 
 
@@ -89,32 +90,6 @@ class SchedulerUnavailable(RuntimeError):
 
 # ---------------------------------------------------------------------------------------------------
 # one launch: its programs, tensor arguments and source sites
-
-
-@dataclass(frozen=True)
-class Operand:
-    """A tensor argument of a launch."""
-
-    name: str
-    ptr: int
-    itemsize: int
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]
-
-    @property
-    def end(self) -> int:
-        """One past the last byte of its last element."""
-        return self.ptr + (sum((n - 1) * s for n, s in zip(self.shape, self.strides)) + 1) * self.itemsize
-
-    def locate(self, addr: int) -> tuple[int, tuple[int, ...] | None]:
-        """Element offset of a byte address from the data pointer, and its coordinates if an element lies there."""
-        offset, rest = divmod(addr - self.ptr, self.itemsize)
-        coords, left = [0] * len(self.shape), offset
-        for d in sorted(range(len(self.shape)), key=lambda d: -self.strides[d]):
-            if self.strides[d] > 0 and self.shape[d] > 1:
-                coords[d], left = divmod(left, self.strides[d])
-        inside = not rest and not left and all(i < n for i, n in zip(coords, self.shape))
-        return offset, tuple(coords) if inside else None
 
 
 def _operands(host: dict) -> list[Operand]:

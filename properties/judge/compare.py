@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from gemm_fuzz.properties import phases
 from gemm_fuzz.properties.judge.failures import NotBitExact, ValueOutOfBound
-from gemm_fuzz.properties.report import phases
 from gemm_fuzz.reference.bounds import Allowance
 
 

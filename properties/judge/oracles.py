@@ -14,10 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from gemm_fuzz.properties import phases
 from gemm_fuzz.properties.judge import compare
 from gemm_fuzz.properties.judge.failures import InputModified, NotWritten, ValueOutOfBound, WriteOutsideC
 from gemm_fuzz.properties.model.cases import Guarded, Operands, raw, signed, unwritten_bits
-from gemm_fuzz.properties.report import phases
 from gemm_fuzz.reference import bounds, numpy_ref, torch_ref
 from gemm_fuzz.reference.formats import by_name
 from gemm_fuzz.reference.numpy_ref import to_float64
@@ -106,15 +106,12 @@ def reference_allowance(product: numpy_ref.Product, k: int, dtype: str, precisio
     return bounds.allowance(product, k, bounds.arithmetic(dtype, precision, partials), by_name(out_dtype))
 
 
-def output_partials(variant, dtype: str, config=()) -> int:
+def output_partials(variant, dtype: str, config, device_type: str) -> int:
     """The partial sums per element of C `variant` adds in C's dtype on `dtype` inputs in `config`
-    ((key, value) pairs; () the default), on this backend's device."""
+    ((key, value) pairs; () the default) on a device of `device_type` ("cpu": the interpreter)."""
     if variant.partial_sums_in_output is None:
         return 0
-    from gemm_fuzz.kernels import mode
-
-    device = "cpu" if mode.interpreted() else "cuda"
-    return variant.output_partials(variant.config(device, by_name(dtype).dtype, dict(config) or None))
+    return variant.output_partials(variant.config(device_type, by_name(dtype).dtype, dict(config) or None))
 
 
 def against_reference(ops: Operands, precision: str, product: numpy_ref.Product | None = None,
@@ -156,7 +153,7 @@ def torch_error_ratio(ops: Operands, reference: np.ndarray, mine: np.ndarray) ->
     None where torch is exact there."""
     theirs = to_float64(torch_ref.on_device(ops.a.view, ops.b.view, ops.c.view.dtype))
     finite = np.isfinite(reference) & np.isfinite(mine) & np.isfinite(theirs)
-    torch_error = np.abs(theirs - reference)[finite].max(initial=0.0)
+    torch_error = np.abs(theirs[finite] - reference[finite]).max(initial=0.0)
     if torch_error == 0:
         return None
-    return float(np.abs(mine - reference)[finite].max() / torch_error)
+    return float(np.abs(mine[finite] - reference[finite]).max() / torch_error)

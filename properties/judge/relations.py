@@ -22,9 +22,9 @@ import numpy as np
 import torch
 
 from gemm_fuzz.kernels.registry import Variant
+from gemm_fuzz.properties import phases
 from gemm_fuzz.properties.judge import compare, oracles
 from gemm_fuzz.properties.model.cases import GemmCase, Layout, Operands, guarded_input, guarded_output, unwritten_bits
-from gemm_fuzz.properties.report import phases
 from gemm_fuzz.reference import bounds, numpy_ref
 from gemm_fuzz.reference.formats import Format, by_name
 
@@ -91,7 +91,7 @@ def solve(variant: Variant, launch: Launch, a: np.ndarray, b: np.ndarray,
         product = numpy_ref.product(ga.view, gb.view)
     oracles.all_written(gc.view, product.value, unwritten_bits(fout))
     allow = oracles.reference_allowance(product, a.shape[1], fin.name, variant.precision, fout.name,
-                                        oracles.output_partials(variant, fin.name, config))
+                                        oracles.output_partials(variant, fin.name, config, torch.device(device).type))
     return Run(numpy_ref.to_float64(gc.view), allow)
 
 

@@ -18,8 +18,8 @@ from functools import cached_property
 import numpy as np
 import torch
 
+from gemm_fuzz.properties import phases
 from gemm_fuzz.properties.model import profiles
-from gemm_fuzz.properties.report import phases
 from gemm_fuzz.reference import bounds
 from gemm_fuzz.reference.formats import Format, by_name
 

@@ -10,18 +10,16 @@ exists, 0 once it is fixed, 2 when it cannot run here.
     python repros/tiled-fp16-1a2b3c4d5e.py               # where it failed
     python repros/tiled-fp16-1a2b3c4d5e.py --backend interpreter
 
-The next pytest run replays the scripts of the kernels and dtypes it tests first
-(properties/battery/test_corpus.py).
+The next pytest run replays the scripts of the kernels it tests first (properties/checks/replay.py);
+a script's own body is properties/run/repro_script.py.
 """
 
 from __future__ import annotations
 
-import argparse
 import ast
 import hashlib
 import pprint
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,9 +36,9 @@ import sys
 RECORD = {record}
 
 if __name__ == "__main__":
-    from gemm_fuzz.properties.report.repros import replay_main
+    from gemm_fuzz.properties.run.repro_script import main
 
-    sys.exit(replay_main(RECORD, sys.argv[1:]))
+    sys.exit(main(RECORD, sys.argv[1:]))
 '''
 
 
@@ -51,7 +49,7 @@ class Repro:
 
     @property
     def example(self):
-        from gemm_fuzz.properties.run.examples import Example
+        from gemm_fuzz.properties.checks.example import Example
 
         return Example.from_dict(self.record["example"])
 
@@ -111,50 +109,3 @@ def corpus(directory: Path) -> tuple[list[Repro], list[Path]]:
         except (ValueError, SyntaxError):
             unreadable.append(p)
     return found, unreadable
-
-
-def replay_main(data: dict, argv: list[str]) -> int:
-    """Body of a repro script: run the recorded example and report."""
-    parser = argparse.ArgumentParser(description="Replay a failing GEMM example.")
-    parser.add_argument("--backend", default=data["backend"], choices=("auto", "interpreter", "cuda"),
-                        help=f"where to run it (default: {data['backend']}, where it failed)")
-    args = parser.parse_args(argv)
-
-    from gemm_fuzz.properties.run import backends
-
-    try:
-        active = backends.activate(args.backend)
-    except Exception as e:  # no GPU here, or triton imported too early
-        print(f"cannot use backend {args.backend!r}: {e}", file=sys.stderr)
-        return 2
-    from gemm_fuzz.properties.judge.failures import GemmFailure
-    from gemm_fuzz.properties.run import runner as runner_module
-    from gemm_fuzz.properties.run import user_kernel
-    from gemm_fuzz.properties.run.examples import Example
-
-    kernel = data.get("kernel")
-    if kernel:
-        try:
-            variant = user_kernel.load(kernel["spec"], kernel.get("signature"))
-        except user_kernel.KernelSpecError as e:
-            print(f"cannot load the kernel: {e}", file=sys.stderr)
-            return 2
-        ref = user_kernel.loaded(variant.name)[1]
-        if ref.digest != kernel["digest"]:
-            print(f"note: {kernel['path']} changed since the failure was recorded (#{kernel['digest']}, now "
-                  f"#{ref.digest}, as the kernel's name shows it)")
-    example = Example.from_dict(data["example"])
-    if kernel:
-        example = runner_module.with_variant(example, data["example"]["variant"], variant.name)
-    settings = runner_module.RunSettings.for_replay(data, active.name)
-    print(f"{example.variant or 'agreement'} on {example.case.describe()}: {example.describe()} "
-          f"({active.name} on {active.device_name}, {settings.describe()})")
-    with runner_module.Runner(settings, active) as runner:
-        try:
-            observed = runner.run_once(example)
-        except GemmFailure as e:
-            print(f"FAIL: {e.kind}\n{e}")
-            return 1
-    kind = "bit-exact" if observed.exact else f"within the bound (error/bound {observed.error_ratio:.3g})"
-    print(f"PASS: {kind}; the bug no longer reproduces")
-    return 0

@@ -8,8 +8,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import asdict, dataclass, field
 
+from gemm_fuzz.properties import phases
 from gemm_fuzz.properties.judge.failures import MEMORY_KINDS
-from gemm_fuzz.properties.report import phases
 
 
 @dataclass

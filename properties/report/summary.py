@@ -15,7 +15,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from gemm_fuzz.properties.report import phases, stats
+from gemm_fuzz.properties import phases
+from gemm_fuzz.properties.report import stats
 
 FAILED_COLOUR = "#d62728"
 # failure kinds in a plot's cell
@@ -98,7 +99,7 @@ def summary_markdown(results, backend, budget: float, elapsed: float | None = No
         lines.append(_row([r.target_id, r.examples, r.exact, f"{rate:.1f}", stats.versus_torch(r.torch_ratios), worst,
                            at, verdict]))
     lines += ["", "## Where the time went", "",
-              "Seconds of each target's passing examples by phase (properties/report/phases.py): building the "
+              "Seconds of each target's passing examples by phase (properties/phases.py): building the "
               "tensors, compiling (and kernels compiled), launching, the float64 and torch references, judging, "
               "and the rest (drawing the case, a worker's round trip).", "",
               _row(["target", "seconds", *(f"{p} (kernels)" if p == "compile" else p for p in phases.PHASES),

@@ -4,7 +4,7 @@ the run.
 On a GPU an illegal memory access poisons the CUDA context of its process: every later call fails.
 A kernel that never terminates blocks its process in the driver, where no Python timeout reaches;
 in the interpreter a kernel can loop forever in Python or take the process down (a corrupted heap,
-a null dereference in a C extension). Run in a `Worker` (a child running `properties.worker`), the
+a null dereference in a C extension). Run in a `Worker` (a child running `gemm_fuzz.properties.run.worker`), the
 example that crashed or hung fails as `Crashed` or `TimedOut` with its case, the child is replaced,
 and the next example runs in a fresh process.
 
@@ -29,7 +29,7 @@ from pathlib import Path
 
 from gemm_fuzz.properties.judge.failures import Crashed, GemmFailure, MemcheckError, RacecheckError, TimedOut
 from gemm_fuzz.properties.run import children
-from gemm_fuzz.properties.worker import ANSWER
+from gemm_fuzz.properties.run.worker import ANSWER
 
 # compute-sanitizer's command line per tool: memcheck sees invalid global and shared accesses; racecheck
 # sees hazards on shared memory between the threads of one block (never global memory, never between
@@ -70,7 +70,7 @@ class Worker:
         return (json.dumps(self.kernel, sort_keys=True), self.sanitizer, self.caching_allocator)
 
     def command(self) -> list[str]:
-        cmd = [sys.executable, "-m", "gemm_fuzz.properties.worker", "--backend", self.backend]
+        cmd = [sys.executable, "-m", "gemm_fuzz.properties.run.worker", "--backend", self.backend]
         if self.kernel:
             cmd += ["--kernel", json.dumps(self.kernel)]
         return list(SANITIZERS[self.sanitizer]) + cmd if self.sanitizer else cmd

@@ -28,21 +28,22 @@ from pathlib import Path
 
 import numpy as np
 
-from gemm_fuzz.properties.judge import compare
+from gemm_fuzz.properties import checks
+from gemm_fuzz.properties.checks import NothingJudged
+from gemm_fuzz.properties.checks.example import Example, Observation
 from gemm_fuzz.properties.judge.failures import (
     Crashed,
     GemmFailure,
     LauncherRefused,
     NotBitExact,
-    SuiteError,
     TimedOut,
     ValueOutOfBound,
 )
+from gemm_fuzz.properties.launch import ahead, backends, targets
 from gemm_fuzz.properties.model import runnable
 from gemm_fuzz.properties.report import reached, repros
 from gemm_fuzz.properties.report.stats import Stats
-from gemm_fuzz.properties.run import ahead, backends, examples, isolation, targets
-from gemm_fuzz.properties.run.examples import Example, Observation
+from gemm_fuzz.properties.run import isolation
 from gemm_fuzz.reference.formats import by_name
 
 MODES = ("process", "worker", "sanitize", "racecheck")
@@ -52,11 +53,6 @@ SANITIZER = {"sanitize": "memcheck", "racecheck": "racecheck"}
 
 class OutOfTime(BaseException):
     """A property's deadline passed (not an Exception, so Hypothesis lets it through at once)."""
-
-
-class NothingJudged(Exception):
-    """Every example of a test was left out as an interpreter limitation: nothing was judged here (the
-    plugin skips the test with the reason; a GPU runs what the interpreter cannot)."""
 
 
 @dataclass(frozen=True)
@@ -90,14 +86,6 @@ class RunSettings:
         """The compute-sanitizer tool examples run under, if any."""
         return SANITIZER.get(self.mode)
 
-    @classmethod
-    def for_replay(cls, data: dict, backend: str) -> RunSettings:
-        """The settings a repro script recorded, on `backend` (compute-sanitizer only where there is a GPU)."""
-        mode = data["mode"]
-        if mode in SANITIZER and backend != "cuda":
-            mode = "worker"
-        return cls(backend=backend, mode=mode, timeout=data.get("timeout", 120.0), kernel=data.get("kernel"))
-
 
 def default_mode(backend: str, user_kernel: bool, isolate: str = "auto") -> str:
     """Where examples run: `isolate` on -> a worker, off -> here; auto -> a worker, except the built-in
@@ -105,13 +93,6 @@ def default_mode(backend: str, user_kernel: bool, isolate: str = "auto") -> str:
     if isolate == "auto":
         isolate = "off" if backend == "interpreter" and not user_kernel else "on"
     return "worker" if isolate == "on" else "process"
-
-
-def with_variant(example: Example, old: str, new: str) -> Example:
-    """`example` with a variant name replaced (a user's kernel whose file changed has a new identity)."""
-    peers = tuple(new if p == old else p for p in example.parameters.get("peers", ()))
-    params = tuple((k, peers if k == "peers" else v) for k, v in example.params)
-    return dataclasses.replace(example, variant=new if example.variant == old else example.variant, params=params)
 
 
 class Runner:
@@ -152,7 +133,7 @@ class Runner:
 
     def compile_ahead(self, plans) -> None:
         """Start compiling, in parallel, what each (variant, GemmCase) in `plans` launches
-        (properties/run/ahead.py): in this process when examples run here, else in a worker process of its
+        (properties/launch/ahead.py): in this process when examples run here, else in a worker process of its
         own, whose kernels reach the examples' worker through Triton's disk cache. On the interpreter,
         nothing. Each plan is handed over once."""
         if self.backend.interpreted:
@@ -186,15 +167,21 @@ class Runner:
             return False  # a variant built in this process (a test's double): only here
         return True
 
+    def resolve(self, name: str):
+        """A variant by name (properties/launch/targets.py)."""
+        return targets.resolve(name)
+
     def run_once(self, example: Example, variant=None, timeout: float | None = None,
                  deadline: float | None = None) -> Observation:
-        """Run one example where the settings say, for at most `timeout` seconds in a worker (and not
-        past `deadline`, monotonic); raises a GemmFailure with its context."""
-        timeout = timeout or self.settings.timeout
-        if example.check == "cross_backend":
-            return self._cross_backend(example, variant, timeout)
+        """Run one example as its check runs it, for at most `timeout` seconds in a worker (and not past
+        `deadline`, monotonic); raises a GemmFailure with its context."""
+        return checks.get(example.check).run(example, self, variant, timeout or self.settings.timeout, deadline)
+
+    def execute(self, example: Example, variant, timeout: float, deadline: float | None) -> Observation:
+        """Run one example in one process, where the settings say: here, or in a worker."""
+        check = checks.get(example.check)
         if not self._in_worker(example, variant):
-            return examples.execute(example, self._resolver(variant), self.backend)
+            return checks.execute(check, example, self._resolver(variant), self.backend)
         sanitizer = self.settings.sanitizer
         start = time.perf_counter()
         try:
@@ -203,51 +190,22 @@ class Runner:
             observed = isolation.verdict(answer, sanitizer)
         except GemmFailure as failure:
             failure.with_context(variant=example.variant or "(peers)", case=example.case.describe(),
-                                 check=example.describe())
+                                 check=check.describe(example))
             raise
         return Observation(observed["exact"], observed["error_ratio"], time.perf_counter() - start,
                            observed.get("torch_ratio"), phases=observed.get("phases", {}))
 
-    def _values(self, backend: str, example: Example, variant, timeout: float) -> np.ndarray:
-        """C as computed by `backend` (the example must pass there); the interpreter always in a worker."""
-        output = dataclasses.replace(example, check="output")
+    def values(self, backend: str, output: Example, variant, timeout: float) -> np.ndarray:
+        """C as `backend` computes it, from an `output` example (which must pass there); the interpreter's
+        always in a worker."""
         if backend == self.backend.name and not self._in_worker(output, variant):
-            return examples.execute(output, self._resolver(variant), self.backend).values
+            return checks.execute(checks.OUTPUT, output, self._resolver(variant), self.backend).values
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "c.npy"
             answer = self.worker(backend, self.settings.sanitizer if backend == "cuda" else None).run(
                 output.to_dict(), timeout=timeout, output=path)
             isolation.verdict(answer, None)
             return np.load(path)
-
-    def _cross_backend(self, example: Example, variant, timeout: float) -> Observation:
-        """The same kernel compiled (here) and interpreted (in a worker): bit-equal where exact, within
-        both runs' bounds elsewhere."""
-        from gemm_fuzz.properties.judge import oracles
-        from gemm_fuzz.properties.model.cases import materialize
-        from gemm_fuzz.reference import numpy_ref
-
-        start = time.perf_counter()
-        context = dict(variant=example.variant, case=example.case.describe(), check="compiled against interpreted")
-        try:
-            compiled = self._values(self.backend.name, example, variant, timeout)
-            interpreted = self._values("interpreter", example, variant, timeout)
-            ops = materialize(example.case)
-            resolved = variant or targets.resolve(example.variant)
-            product = numpy_ref.product(ops.a.view, ops.b.view)
-            allow = oracles.reference_allowance(
-                product, example.case.K, example.case.dtype, resolved.precision, example.case.out_dtype,
-                oracles.output_partials(resolved, example.case.dtype, example.case.config))
-            from gemm_fuzz.properties.judge.relations import Run, paired
-
-            runs = [Run(interpreted, allow), Run(compiled, allow)]
-            compare.values(compiled, paired(interpreted, runs), against="the interpreted kernel")
-        except GemmFailure as failure:
-            failure.with_context(**context)
-            raise
-        except Exception as error:  # noqa: BLE001  the judging above is the suite's own code
-            raise SuiteError.of(error).with_context(**context) from error
-        return Observation(bool(allow.exact.all()), None, time.perf_counter() - start)
 
     # --- Hypothesis tests ----------------------------------------------------------------------
 
@@ -320,6 +278,27 @@ class PropertyRun:
         """What this test's examples will launch, (variant, GemmCase) pairs: compiled ahead, in parallel
         (Runner.compile_ahead)."""
         self.runner.compile_ahead(plans)
+
+    def check(self, check, subject) -> None:
+        """One battery test: `check` (properties/checks) on `subject` (a Target, an AgreementGroup, a repro
+        script), its explicit examples first, then (a searched check) Hypothesis's draws."""
+        from hypothesis import settings
+
+        backend = self.runner.backend
+        explicit = check.stratified(subject, backend)
+        if check.searched:
+            self.search(check.examples(subject, backend), explicit, check.variant(subject), climb=check.climb,
+                        max_examples=check.max_examples(settings.default.max_examples))
+            return
+        chosen = check.settings(subject, self.runner.settings)
+        if chosen == self.runner.settings:
+            for example in explicit:
+                self.run(example, check.variant(subject))
+            return
+        with Runner(chosen, backend) as other:  # a replay in its recorded mode (a sanitizer, a timeout)
+            run = other.property(self.target_id, record=False)
+            for example in explicit:
+                run.run(example, check.variant(subject))
 
     def search(self, examples, explicit: list[Example], variant=None, *, climb: bool = False,
                max_examples: int | None = None) -> None:

@@ -27,9 +27,6 @@ class Backend:
     def __repr__(self) -> str:
         return f"Backend({self.name} on {self.device_name})"
 
-    def _repr_pretty_(self, printer, cycle) -> None:  # how Hypothesis prints a falsifying example
-        printer.text(repr(self))
-
     @property
     def interpreted(self) -> bool:
         return self.name == "interpreter"

@@ -24,9 +24,6 @@ class Target:
     def __repr__(self) -> str:
         return f"Target({self.id})"
 
-    def _repr_pretty_(self, printer, cycle) -> None:  # how Hypothesis prints a falsifying example
-        printer.text(repr(self))
-
     @property
     def selector(self) -> str:
         return "tf32" if self.dtype == "fp32" and self.variant.precision == "tf32" else self.dtype
@@ -41,7 +38,7 @@ def resolve(name: str) -> Variant:
     from gemm_fuzz import kernels
 
     if name.startswith("user:"):
-        from gemm_fuzz.properties.run import user_kernel
+        from gemm_fuzz.properties.launch import user_kernel
 
         found = user_kernel.loaded(name)
         if found is None:

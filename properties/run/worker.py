@@ -1,12 +1,12 @@
 """The child side of `properties.run.isolation`: runs examples sent by a parent process, one JSON
 line per request on stdin, one tagged JSON line per answer on stdout.
 
-    python -m gemm_fuzz.properties.worker --backend cuda [--kernel '{"spec": "/abs/my.py:matmul", "signature": null}']
+    python -m gemm_fuzz.properties.run.worker --backend cuda [--kernel JSON]   # {"spec": "/abs/my.py:f", ...}
 
 A request: {"example": Example.to_dict(), "output": PATH or null}. The answer is "pass" with the
 observation (and, when `output` is given, C's values saved there as a float64 .npy) or "fail" with
 the typed failure, whole. A request {"ahead": [[VARIANT, GemmCase dict], ...]} starts compiling what
-each launches (properties/run/ahead.py) and is answered at once. Anything else the kernel prints goes
+each launches (properties/launch/ahead.py) and is answered at once. Anything else the kernel prints goes
 to stdout too; answers are the lines that start with ANSWER.
 """
 
@@ -29,19 +29,21 @@ def main(argv: list[str] | None = None) -> int:
     from gemm_fuzz.properties.run import children
 
     children.die_with_parent()  # before anything slow: a parent killed meanwhile takes this process along
-    parser = argparse.ArgumentParser(prog="python -m gemm_fuzz.properties.worker")
+    parser = argparse.ArgumentParser(prog="python -m gemm_fuzz.properties.run.worker")
     parser.add_argument("--backend", default="auto", choices=("auto", "interpreter", "cuda"))
     parser.add_argument("--kernel", default=None, help="a user kernel to load, as JSON {spec, signature}")
     args = parser.parse_args(argv)
 
-    from gemm_fuzz.properties.run import backends
+    from gemm_fuzz.properties.launch import backends
 
     backend = backends.activate(args.backend)
     import numpy as np
 
+    from gemm_fuzz.properties import checks
+    from gemm_fuzz.properties.checks.example import Example
     from gemm_fuzz.properties.judge.failures import GemmFailure, SuiteError
+    from gemm_fuzz.properties.launch import ahead, targets, user_kernel
     from gemm_fuzz.properties.model.cases import GemmCase
-    from gemm_fuzz.properties.run import ahead, examples, targets, user_kernel
 
     if args.kernel:
         kernel = json.loads(args.kernel)
@@ -60,9 +62,9 @@ def main(argv: list[str] | None = None) -> int:
                         for name, case in request["ahead"])
             answer({"status": "queued", "count": count})
             continue
-        example = examples.Example.from_dict(request["example"])
+        example = Example.from_dict(request["example"])
         try:
-            observed = examples.execute(example, targets.resolve, backend)
+            observed = checks.execute(checks.get(example.check), example, targets.resolve, backend)
             if request.get("output"):
                 np.save(request["output"], observed.values)
             answer({"status": "pass", "observation": observed.to_dict()})
@@ -71,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
             answer({"status": "fail", "failure": e.to_dict(), "context_lost": not alive})
             if not alive:
                 return 3  # a CUDA fault poisons this process's context: the parent starts a fresh worker
-        except Exception as e:  # noqa: BLE001  the suite's own code (examples.execute classifies the kernel's)
+        except Exception as e:  # noqa: BLE001  the suite's own code (checks.execute classifies the kernel's)
             answer({"status": "fail", "failure": SuiteError.of(e).to_dict(), "context_lost": False})
     sys.stdout.flush()
     os._exit(0)  # the parent is done with it: no waiting for compilations ahead that no example needs

@@ -30,7 +30,7 @@ from triton.runtime.jit import KernelInterface
 from gemm_fuzz.kernels import autotuning, contracts, operands
 from gemm_fuzz.kernels.contracts import SIGNATURES
 from gemm_fuzz.kernels.registry import Variant
-from gemm_fuzz.properties.run import kernel_spec
+from gemm_fuzz.properties.launch import kernel_spec
 
 # attributes FUNC once declared its facts with; the contract holds them now
 _RETIRED = {"supported_dtypes": "dtypes={torch.float16: (torch.float16,), ...}", "precision": "precision=...",

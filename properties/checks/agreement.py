@@ -1,0 +1,161 @@
+"""Cross-variant agreement: one case, every variant that takes it, bit-equal where exact and within
+the sum of their bounds elsewhere (properties/judge/agreement.py). With a user's kernel (the focus),
+it is judged by the built-in variants and only its disagreement fails.
+
+In the interpreter every variant runs on every example. On a GPU each peer costs a compilation per
+specialization of the case (about 0.6 s on an H100): there the built-in variants judge each other
+with PEERS_ON_GPU peers drawn per example from the rest (shrinking toward the first ones, so every
+peer is reached over the examples), and a user's kernel is judged by one of the plainest built-ins
+(GPU_JUDGES) on cases of GPU_AGREEMENT_CLASSES specialization classes, compiled ahead when the run
+starts. More peers would add nothing the main property does not check: agreement holds the focus to
+the sum of two bounds, never tighter than its own bound against the float64 reference. The stratified
+cases of the focus (or of each variant in turn) run first.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+
+from hypothesis import strategies as st
+
+from gemm_fuzz import kernels
+from gemm_fuzz.properties.checks.check import Check
+from gemm_fuzz.properties.checks.example import Example, Observation
+from gemm_fuzz.properties.judge import agreement, relations
+from gemm_fuzz.properties.judge.failures import GemmFailure
+from gemm_fuzz.properties.launch import ahead
+from gemm_fuzz.properties.launch.launching import accepts, launch
+from gemm_fuzz.properties.model import strategies, stratified
+from gemm_fuzz.properties.model.cases import materialize
+from gemm_fuzz.reference.formats import by_name
+from gemm_fuzz.reference.numpy_ref import to_float64
+
+PEERS_ON_GPU = 3
+GPU_JUDGES = ("tiled", "naive")  # a user's kernel on a GPU is judged by one of these
+GPU_AGREEMENT_CLASSES = 3  # on cases of this many specialization classes
+
+
+@dataclass(frozen=True)
+class AgreementGroup:
+    """What an agreement test is about: an input dtype, and the focus (a user's kernel) if any."""
+
+    dtype: str
+    focus: object = None  # a user's Variant: only its disagreement fails the test
+
+    @property
+    def id(self) -> str:
+        return f"agreement-{self.dtype}" if self.focus is None else f"{self.focus.name}-{self.dtype}"
+
+    @property
+    def variant(self):
+        return self.focus
+
+    def __repr__(self) -> str:
+        return f"AgreementGroup({self.id})"
+
+
+def _variants(dtype: str, backend):
+    torch_dtype = by_name(dtype).dtype
+    return [v for v in kernels.variants() if torch_dtype in v.dtypes and v.runs_on(backend.name)]
+
+
+def _sized(backend, **more) -> dict:
+    return dict(device_type=backend.device.type, max_dim=min(backend.max_dim, 40), tiles=2, **more)
+
+
+def _example(focus, case, peers) -> Example:
+    return Example("agreement", focus.name if focus else "", case, (("peers", tuple(v.name for v in peers)),))
+
+
+def _gpu_judged(focus, backend) -> bool:
+    """A user's kernel on a GPU: judged by one of the plainest built-ins, on a few classes."""
+    return focus is not None and not backend.interpreted
+
+
+@st.composite
+def _examples(draw, dtype: str, focus, backend):
+    peers = _variants(dtype, backend)
+    if _gpu_judged(focus, backend):
+        judges = [v for v in peers if v.name in GPU_JUDGES]
+        sized = _sized(backend, compile_budget=GPU_AGREEMENT_CLASSES)
+        case = draw(strategies.gemm_cases(focus, dtype, **sized))
+        return _example(focus, case, [focus, draw(st.sampled_from(judges))] if judges else [focus])
+    # any variant's cases: those of the most demanding ones (aligned, contiguous) are taken by all
+    source = focus or draw(st.sampled_from(peers))
+    case = draw(strategies.gemm_cases(source, dtype, **_sized(backend)))
+    if focus is None:  # every variant runs in its default configuration; a focus in the case's
+        case = dataclasses.replace(case, config=())
+    if not backend.interpreted:
+        peers = draw(strategies.some_peers(peers, [v for v in (focus, source) if v], PEERS_ON_GPU))
+    return _example(focus, case, peers)
+
+
+class Agreement(Check):
+    name = "agreement"
+    share, minimum = 3, 4  # each example runs every variant
+
+    def examples(self, group, backend):
+        return _examples(group.dtype, group.focus, backend)
+
+    def stratified(self, group, backend) -> list:
+        dtype, focus = group.dtype, group.focus
+        peers = _variants(dtype, backend)
+        if _gpu_judged(focus, backend):
+            judges = [v for v in peers if v.name in GPU_JUDGES]
+            cases = stratified.cases(focus, dtype, **_sized(backend, compile_budget=GPU_AGREEMENT_CLASSES))
+            return [_example(focus, c, [focus, judges[i % len(judges)]] if judges else [focus])
+                    for i, c in enumerate(cases)]
+        sources = [focus] if focus else peers
+        lists = {v.name: stratified.cases(v, dtype, **_sized(backend)) for v in sources}
+        found = []
+        for i in range(max(len(cases) for cases in lists.values())):  # the i-th of the i-th variant's
+            source = sources[i % len(sources)]
+            case = lists[source.name][i % len(lists[source.name])]
+            if focus is None:  # every variant in its default configuration, as drawn
+                case = dataclasses.replace(case, config=())
+            first = peers[:PEERS_ON_GPU]
+            chosen = peers if backend.interpreted else [v for v in peers if v in (focus, source) or v in first]
+            found.append(_example(focus, case, chosen))
+        return found
+
+    def compile_plans(self, target, backend, user: bool) -> list:
+        """A user's kernel: its judges' kernels on the classes it is judged on."""
+        if not user:
+            return []
+        judges = [kernels.get(n) for n in GPU_JUDGES if by_name(target.dtype).dtype in kernels.get(n).dtypes]
+        cases = strategies.pool_cases(target.variant, target.dtype, device_type=backend.device.type, max_dim=40,
+                                      tiles=2, compile_budget=GPU_AGREEMENT_CLASSES)
+        return [(v, dataclasses.replace(case, config=())) for case in cases for v in judges]
+
+    def execute(self, example, resolve, backend) -> Observation:
+        start = time.perf_counter()
+        case = example.case
+        ops = materialize(case, backend.device)
+        a, b = to_float64(ops.a.view), to_float64(ops.b.view)
+        fin, fout = by_name(case.dtype), by_name(case.out_dtype)
+        names = ([example.variant] if example.variant else []) + [n for n in example.parameters["peers"]
+                                                                  if n != example.variant]
+        # the case's configuration is the focus's; every other peer runs its default
+        peers = [(name, resolve(name), case.config if name == example.variant else ()) for name in names]
+        for _, v, config in peers:  # on a GPU every peer compiles at once
+            ahead.compile_ahead(v, [dataclasses.replace(case, config=config)], backend)
+        runs = {}
+        for name, v, config in peers:  # each under the memory oracles; their values are judged against each other
+            if accepts(v, ops):
+                try:
+                    runs[name] = relations.solve(v, lambda x, o, config=config: launch(x, o, backend, config), a, b,
+                                                 (case.a, case.b, case.c), fin, fout, backend.device, config)
+                except GemmFailure as e:
+                    e.context.setdefault("variant", name)
+                    raise
+        agreement.judge(runs, example.variant or None)
+        return Observation(all(bool(r.exact.all()) for r in runs.values()), None, time.perf_counter() - start)
+
+    def describe(self, example) -> str:
+        focus = f" judging {example.variant}" if example.variant else ""
+        return f"agreement among {', '.join(example.parameters.get('peers', ()))}{focus}"
+
+
+CHECK = Agreement()

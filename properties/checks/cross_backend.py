@@ -1,0 +1,64 @@
+"""The same kernel compiled on the GPU and run through the interpreter (in a worker process), on the
+same case: bit-equal where the arithmetic is exact, within both runs' bounds elsewhere (GPU only). Each
+side runs as an `output` example, where the runner's settings put it (the interpreted one always in a
+worker). The stratified cases first, on interpreter-sized problems (the interpreter runs one program
+at a time)."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+from gemm_fuzz.properties.checks.check import Check
+from gemm_fuzz.properties.checks.example import Example, Observation
+from gemm_fuzz.properties.judge import compare, oracles
+from gemm_fuzz.properties.judge.failures import GemmFailure, SuiteError
+from gemm_fuzz.properties.judge.relations import Run, paired
+from gemm_fuzz.properties.model import strategies, stratified
+from gemm_fuzz.properties.model.cases import materialize
+from gemm_fuzz.reference import numpy_ref
+
+SIZED = dict(device_type="cuda", max_dim=96)
+
+
+class CrossBackend(Check):
+    name = "cross_backend"
+    share, minimum = 5, 3  # each example also runs in the interpreter
+
+    def _example(self, target):
+        return lambda case: Example(self.name, target.variant.name, case)
+
+    def examples(self, target, backend):
+        return strategies.gemm_cases(target.variant, target.dtype, **SIZED).map(self._example(target))
+
+    def stratified(self, target, backend) -> list:
+        return [self._example(target)(c) for c in stratified.cases(target.variant, target.dtype, **SIZED)]
+
+    def run(self, example, runner, variant, timeout: float, deadline: float | None) -> Observation:
+        start = time.perf_counter()
+        context = dict(variant=example.variant, case=example.case.describe(), check=self.describe(example))
+        output = dataclasses.replace(example, check="output")
+        try:
+            compiled = runner.values(runner.backend.name, output, variant, timeout)
+            interpreted = runner.values("interpreter", output, variant, timeout)
+            ops = materialize(example.case)
+            resolved = variant or runner.resolve(example.variant)
+            case = example.case
+            product = numpy_ref.product(ops.a.view, ops.b.view)
+            partials = oracles.output_partials(resolved, case.dtype, case.config, runner.backend.device.type)
+            allow = oracles.reference_allowance(product, case.K, case.dtype, resolved.precision, case.out_dtype,
+                                                partials)
+            runs = [Run(interpreted, allow), Run(compiled, allow)]
+            compare.values(compiled, paired(interpreted, runs), against="the interpreted kernel")
+        except GemmFailure as failure:
+            failure.with_context(**context)
+            raise
+        except Exception as error:  # noqa: BLE001  the judging above is the suite's own code
+            raise SuiteError.of(error).with_context(**context) from error
+        return Observation(bool(allow.exact.all()), None, time.perf_counter() - start)
+
+    def describe(self, example) -> str:
+        return "compiled against interpreted"
+
+
+CHECK = CrossBackend()

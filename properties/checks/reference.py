@@ -1,0 +1,81 @@
+"""The central property: the variant launched on the case, C judged against the float64 product under
+the sound bound (bit-exact where the arithmetic is exact), every element written, nothing outside C
+changed, the inputs intact, and (in the interpreter) no access outside its tensor. The stratified
+cases first, then Hypothesis's draws, climbing toward the worst error / bound.
+
+`output` is the same check keeping C's values (the compiled-against-interpreted check compares them).
+"""
+
+from __future__ import annotations
+
+import time
+
+from gemm_fuzz.properties.checks.check import Check
+from gemm_fuzz.properties.checks.example import Example, Observation
+from gemm_fuzz.properties.judge import oracles
+from gemm_fuzz.properties.launch.launching import launch
+from gemm_fuzz.properties.model import strategies, stratified
+from gemm_fuzz.properties.model.cases import materialize
+
+
+def judged(variant, case, backend) -> tuple[Observation, object, oracles.Verdict]:
+    """Launch `variant` on `case` and judge it against the float64 reference: the observation, the
+    operands and the verdict."""
+    start = time.perf_counter()
+    ops = materialize(case, backend.device)
+    launch(variant, ops, backend, case.config)
+    partials = oracles.output_partials(variant, case.dtype, case.config, backend.device.type)
+    verdict = oracles.against_reference(ops, variant.precision, partials=partials)
+    versus_torch = None if verdict.exact else oracles.torch_error_ratio(ops, verdict.allowance.expected,
+                                                                        verdict.values)
+    observed = Observation(verdict.exact, verdict.error_ratio, time.perf_counter() - start, versus_torch)
+    return observed, ops, verdict
+
+
+class Reference(Check):
+    name = "reference"
+    climb = True
+    keeps_values = False
+
+    def _sized(self, backend) -> dict:
+        return dict(device_type=backend.device.type, max_dim=backend.max_dim)
+
+    def _example(self, target):
+        return lambda case: Example(self.name, target.variant.name, case)
+
+    def examples(self, target, backend):
+        return strategies.gemm_cases(target.variant, target.dtype, **self._sized(backend)).map(self._example(target))
+
+    def stratified(self, target, backend) -> list:
+        cases = stratified.cases(target.variant, target.dtype, **self._sized(backend))
+        return [self._example(target)(c) for c in cases]
+
+    def compile_plans(self, target, backend, user: bool) -> list:
+        return [(target.variant, case) for case in strategies.pool_cases(
+            target.variant, target.dtype, device_type=backend.device.type, max_dim=backend.max_dim)]
+
+    def execute(self, example, resolve, backend) -> Observation:
+        observed, _, verdict = judged(resolve(example.variant), example.case, backend)
+        if self.keeps_values:
+            observed.values = verdict.values
+        return observed
+
+    def describe(self, example) -> str:
+        return "against the float64 reference"
+
+
+class Output(Reference):
+    """The reference check, keeping C's values: what the compiled-against-interpreted check compares."""
+
+    name = "output"
+    keeps_values = True
+
+    def compile_plans(self, target, backend, user: bool) -> list:
+        return []  # no test of its own: the check that asks for it compiles what it needs
+
+    def describe(self, example) -> str:
+        return "its output"
+
+
+CHECK = Reference()
+OUTPUT = Output()

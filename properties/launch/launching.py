@@ -1,0 +1,124 @@
+"""One launch of a kernel under test, and whatever it raises classified.
+
+`launch` runs a variant on its operands (in the interpreter with every memory access bounds-checked
+before it happens, on a GPU synchronized); anything the launch raises that is not an oracle's verdict
+becomes a typed failure (`classify`): a configuration this device cannot run for lack of resources,
+a fault on the GPU, an interpreter limitation when Triton's interpreter itself failed, otherwise the
+launcher's refusal, placed at the line of the kernel's (or launcher's) file it came from.
+"""
+
+from __future__ import annotations
+
+import os
+import sysconfig
+import traceback
+from pathlib import Path
+
+import torch
+
+from gemm_fuzz import reference
+from gemm_fuzz.kernels import operands
+from gemm_fuzz.kernels.registry import Variant
+from gemm_fuzz.properties import phases
+from gemm_fuzz.properties.interpreter import sanitizer
+from gemm_fuzz.properties.judge.failures import (
+    Crashed,
+    GemmFailure,
+    InterpreterLimitation,
+    LauncherRefused,
+    NotRunnable,
+)
+from gemm_fuzz.properties.launch import backends, preconditions
+from gemm_fuzz.properties.model.cases import Operands
+from gemm_fuzz.reference.formats import name_of
+
+
+def launch(variant: Variant, ops: Operands, backend: backends.Backend, config=()) -> None:
+    """Run the variant (in `config`, (key, value) pairs of its configuration space; () the default); in
+    the interpreter every memory access is bounds-checked before it happens. Whatever the launch raises
+    besides an oracle's verdict becomes a typed failure."""
+    chosen = dict(config) or None
+    try:
+        if backend.interpreted:
+            with phases.launching(), sanitizer.bounds_checked():
+                variant.launch(ops.a.view, ops.b.view, ops.c.view, config=chosen)
+        else:
+            with phases.launching():
+                variant.launch(ops.a.view, ops.b.view, ops.c.view, config=chosen)
+                torch.cuda.synchronize()
+    except GemmFailure:
+        raise
+    except Exception as error:  # noqa: BLE001  the kernel's or the interpreter's, classified below
+        failure = classify(error, backend.name)
+        if isinstance(failure, NotRunnable):  # the configuration, for the strategies to draw no more
+            failure.fields.update(variant=variant.name, dtype=name_of(ops.a.view.dtype), config=list(config),
+                                  device=backend.device_name)
+            failure.message += f" (on {backend.device_name})"
+            failure.args = (failure.message,)
+        if isinstance(failure, LauncherRefused):  # name the case's features and what would exclude them
+            failure.message += preconditions.hint(variant, ops.a.view, ops.b.view, ops.c.view)
+            failure.args = (failure.message,)
+        raise failure from error
+
+
+_INTERPRETER_FILES = (os.path.join("triton", "runtime", "interpreter.py"), os.path.join("triton", "_C"))
+# where a frame is not the kernel's or its launcher's: Python's library, installed packages (Triton's,
+# torch's), the suite's own machinery; the deepest frame elsewhere is the line a failure is placed at
+_NOT_THE_KERNELS = tuple(dict.fromkeys(
+    [sysconfig.get_paths()[k] + os.sep for k in ("stdlib", "platstdlib", "purelib", "platlib")]
+    + [str(Path(__file__).resolve().parents[1]) + os.sep, str(Path(reference.__file__).resolve().parent) + os.sep]))
+
+
+# what the CUDA driver says when a block asks for more registers or threads than a multiprocessor has
+_LAUNCH_RESOURCES = "too many resources requested for launch"
+
+
+def lack_of_resources(error: BaseException) -> str | None:
+    """The resource a configuration lacks, when `error` is one of those Triton's autotuner prunes a
+    configuration for (triton.runtime.autotuner: OutOfResources, and ptxas refusing a kernel that uses
+    too much shared memory or too many registers), or the driver's launch refusal; else None."""
+    from triton.runtime.errors import OutOfResources, PTXASError
+
+    if isinstance(error, OutOfResources):
+        return f"{error.name}, required {error.required}, hardware limit {error.limit}"
+    text = str(error)
+    if isinstance(error, PTXASError) and ("too much" in text or "too many" in text):
+        return next((line.strip() for line in text.splitlines() if "too m" in line), text.strip())
+    if _LAUNCH_RESOURCES in text:
+        return _LAUNCH_RESOURCES
+    return None
+
+
+def classify(error: BaseException, backend: str) -> GemmFailure:
+    """An exception from a launch: the interpreter's own failure, a fault on the GPU, or the launcher's
+    (kernel's) refusal."""
+    root = error
+    while root.__cause__ is not None and root.__cause__ is not root:
+        root = root.__cause__  # the interpreter wraps the kernel's exception in InterpreterError
+    frames = traceback.extract_tb(root.__traceback__)
+    where = next((f for f in reversed(frames) if "site-packages" not in f.filename or "triton" in f.filename), None)
+    inside = where is not None and where.filename.endswith(_INTERPRETER_FILES[0])
+    text = f"{type(root).__name__}: {root}".strip()
+    short = lack_of_resources(root)
+    if short is not None:
+        return NotRunnable(f"the configuration cannot run for lack of resources: {short}", reason=short)
+    if backend == "cuda" and ("CUDA error" in text or "illegal" in text.lower()):
+        return Crashed(f"the kernel faulted on the GPU: {text}", error=type(root).__name__, detail=str(root))
+    if backend == "interpreter" and inside and not isinstance(root, AssertionError):
+        return InterpreterLimitation(
+            f"Triton's interpreter itself failed ({text}, in {where.name} at interpreter.py:{where.lineno}); "
+            "this is a gap of the CPU interpreter, not a verdict on the kernel: run it on a GPU",
+            error=type(root).__name__, detail=str(root))
+    kernel_frame = next((f for f in reversed(frames) if not f.filename.startswith(_NOT_THE_KERNELS)), None)
+    line = f"{os.path.basename(kernel_frame.filename)}:{kernel_frame.lineno}" if kernel_frame else ""
+    return LauncherRefused(f"the launcher raised {text}" + (f" at {line}" if line else ""), error=type(root).__name__,
+                           detail=str(root), line=line)
+
+
+def accepts(variant: Variant, ops: Operands) -> bool:
+    """Does the variant's launcher take these operands (dtypes, layouts, alignment)?"""
+    try:
+        operands.check(variant, ops.a.view, ops.b.view, ops.c.view)
+    except (TypeError, ValueError):
+        return False
+    return True

@@ -1,0 +1,58 @@
+"""The body of every repro script (properties/report/repros.py): run the recorded example, as it was
+found, through the runner, and say what became of it.
+
+    python repros/tiled-fp16-1a2b3c4d5e.py               # where it failed
+    python repros/tiled-fp16-1a2b3c4d5e.py --backend interpreter
+
+Exit status 1 while the bug exists, 0 once it is fixed, 2 when it cannot run here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(data: dict, argv: list[str]) -> int:
+    """Replay the example a script recorded (`data`, its RECORD) and report."""
+    parser = argparse.ArgumentParser(description="Replay a failing GEMM example.")
+    parser.add_argument("--backend", default=data["backend"], choices=("auto", "interpreter", "cuda"),
+                        help=f"where to run it (default: {data['backend']}, where it failed)")
+    args = parser.parse_args(argv)
+
+    from gemm_fuzz.properties.launch import backends
+
+    try:
+        active = backends.activate(args.backend)
+    except Exception as e:  # no GPU here, or triton imported too early
+        print(f"cannot use backend {args.backend!r}: {e}", file=sys.stderr)
+        return 2
+    from gemm_fuzz.properties.checks import replay
+    from gemm_fuzz.properties.judge.failures import GemmFailure
+    from gemm_fuzz.properties.launch import user_kernel
+    from gemm_fuzz.properties.run.runner import Runner, RunSettings
+
+    kernel = data.get("kernel")
+    try:
+        example = replay.recorded_example(data)
+    except user_kernel.KernelSpecError as e:
+        print(f"cannot load the kernel {e}", file=sys.stderr)
+        return 2
+    if kernel:
+        ref = user_kernel.loaded(example.variant)[1]
+        if ref.digest != kernel["digest"]:
+            print(f"note: {kernel['path']} changed since the failure was recorded (#{kernel['digest']}, now "
+                  f"#{ref.digest}, as the kernel's name shows it)")
+    mode, timeout = replay.recorded_mode(data, active.name)
+    settings = RunSettings(backend=active.name, mode=mode, timeout=timeout, kernel=kernel)
+    print(f"{example.variant or 'agreement'} on {example.case.describe()}: {example.describe()} "
+          f"({active.name} on {active.device_name}, {settings.describe()})")
+    with Runner(settings, active) as runner:
+        try:
+            observed = runner.run_once(example)
+        except GemmFailure as e:
+            print(f"FAIL: {e.kind}\n{e}")
+            return 1
+    kind = "bit-exact" if observed.exact else f"within the bound (error/bound {observed.error_ratio:.3g})"
+    print(f"PASS: {kind}; the bug no longer reproduces")
+    return 0
