@@ -83,6 +83,15 @@ def test_a_worker_started_early_is_adopted_by_the_first_runner_that_needs_it(bac
     leftover.close(kill=True)
 
 
+def test_an_output_run_in_a_worker_brings_back_c_and_where_its_time_went(backend):
+    """What the compiled-against-interpreted check compares: C's values from the interpreter's worker,
+    with the phases of that run (the GPU run's report counts them)."""
+    with Runner(RunSettings(backend=backend.name, mode="worker"), backend) as runner:
+        observed = runner.output("interpreter", Example("output", "tiled", CASE), None, timeout=300)
+    assert observed.values.shape == (CASE.M, CASE.N) and observed.values.dtype.name == "float64"
+    assert observed.phases.get("launch", 0) > 0 and observed.phases.get("materialize", 0) > 0
+
+
 def test_a_hanging_kernel_times_out_and_the_next_example_runs(backend):
     name, w = _worker(backend, "loop_forever")
     try:

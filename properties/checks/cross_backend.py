@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import time
 
+from gemm_fuzz.properties import phases
 from gemm_fuzz.properties.checks.check import Check
 from gemm_fuzz.properties.checks.example import Example, Observation
 from gemm_fuzz.properties.judge import compare, oracles
@@ -39,8 +40,9 @@ class CrossBackend(Check):
         context = dict(variant=example.variant, case=example.case.describe(), check=self.describe(example))
         output = dataclasses.replace(example, check="output")
         try:
-            compiled = runner.values(runner.backend.name, output, variant, timeout)
-            interpreted = runner.values("interpreter", output, variant, timeout)
+            sides = [runner.output(runner.backend.name, output, variant, timeout),
+                     runner.output("interpreter", output, variant, timeout)]
+            compiled, interpreted = (side.values for side in sides)
             ops = materialize(example.case)
             resolved = variant or runner.resolve(example.variant)
             case = example.case
@@ -55,7 +57,10 @@ class CrossBackend(Check):
             raise
         except Exception as error:  # noqa: BLE001  the judging above is the suite's own code
             raise SuiteError.of(error).with_context(**context) from error
-        return Observation(bool(allow.exact.all()), None, time.perf_counter() - start)
+        observed = Observation(bool(allow.exact.all()), None, time.perf_counter() - start)
+        for side in sides:  # where the time went: both runs' phases (the interpreted one's in its worker)
+            phases.add(observed.phases, side.phases)
+        return observed
 
     def describe(self, example) -> str:
         return "compiled against interpreted"

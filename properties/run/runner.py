@@ -195,17 +195,18 @@ class Runner:
         return Observation(observed["exact"], observed["error_ratio"], time.perf_counter() - start,
                            observed.get("torch_ratio"), phases=observed.get("phases", {}))
 
-    def values(self, backend: str, output: Example, variant, timeout: float) -> np.ndarray:
-        """C as `backend` computes it, from an `output` example (which must pass there); the interpreter's
-        always in a worker."""
+    def output(self, backend: str, output: Example, variant, timeout: float) -> Observation:
+        """An `output` example (which must pass) run on `backend`: its observation with C's values; the
+        interpreter's always in a worker."""
         if backend == self.backend.name and not self._in_worker(output, variant):
-            return checks.execute(checks.OUTPUT, output, self._resolver(variant), self.backend).values
+            return checks.execute(checks.OUTPUT, output, self._resolver(variant), self.backend)
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "c.npy"
             answer = self.worker(backend, self.settings.sanitizer if backend == "cuda" else None).run(
                 output.to_dict(), timeout=timeout, output=path)
-            isolation.verdict(answer, None)
-            return np.load(path)
+            observed = Observation(**isolation.verdict(answer, None))
+            observed.values = np.load(path)
+            return observed
 
     # --- Hypothesis tests ----------------------------------------------------------------------
 
