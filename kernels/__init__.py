@@ -16,10 +16,11 @@ from gemm_fuzz.kernels import mode, operands
 mode.configure()  # before any @triton.jit below is evaluated
 
 from gemm_fuzz.kernels.contracts import Contract, contract
+from gemm_fuzz.kernels.operation import Operation
 from gemm_fuzz.kernels.registry import Requirements, Variant, get, register, variants
 
 # Modules here that are not variants.
-_INFRASTRUCTURE = {"mode", "registry", "contracts", "operands", "dtypes", "autotuning", "bench", "machine", "mutants"}
+_INFRASTRUCTURE = {"mode", "registry", "contracts", "operands", "operation", "dtypes", "autotuning", "bench", "machine", "mutants"}
 
 for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
     if _module not in _INFRASTRUCTURE and not _module.startswith("_"):
@@ -37,4 +38,4 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, variant: str = "tiled", out: tor
     return out
 
 
-__all__ = ["Contract", "Requirements", "Variant", "contract", "get", "matmul", "mode", "register", "variants"]
+__all__ = ["Contract", "Operation", "Requirements", "Variant", "contract", "get", "matmul", "mode", "register", "variants"]

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, fields, replace
 import torch
 
 from gemm_fuzz.kernels.dtypes import ALL_DTYPES
+from gemm_fuzz.kernels.operation import PLAIN, Operation
 from gemm_fuzz.kernels.registry import SAME_DTYPE, BlockShape, Config, Requirements, Variant
 
 SIGNATURES = ("plain", "leetgpu")  # FUNC(a, b, c), or LeetGPU's solve(a, b, c, M, N, K)
@@ -46,6 +47,8 @@ class Contract:
     # the same inputs always give the same bits; None: unless partial sums are added in C
     deterministic: bool | None = None
     signature: str = "plain"
+    # what FUNC computes beyond C = A @ B, and the keywords it takes the extras as (kernels/operation.py)
+    operation: Operation = PLAIN
 
     def __post_init__(self):
         _check_dtypes(self.dtypes)
@@ -62,12 +65,19 @@ class Contract:
         object.__setattr__(self, "configs", tuple(dict(c) for c in self.configs))
         if not isinstance(self.requires, Requirements):
             raise ValueError(f"contract: requires={self.requires!r}; expected gemm_fuzz.kernels.Requirements(...)")
-        unknown = set(self.requires.contiguous) - {"a", "b", "c"}
+        if not isinstance(self.operation, Operation):
+            raise ValueError(f"contract: operation={self.operation!r}; expected gemm_fuzz.kernels.Operation(...)")
+        named = ("a", "b", "c", *(e for e in self.operation.extras() if e not in ("alpha", "beta")))
+        unknown = set(self.requires.contiguous) - set(named)
         if unknown:
             raise ValueError(f"contract: Requirements(contiguous={self.requires.contiguous!r}) names "
-                             f"{', '.join(sorted(unknown))}; the operands are 'a', 'b' and 'c'")
+                             f"{', '.join(sorted(unknown))}; the operands are {', '.join(map(repr, named))}")
         if self.signature not in SIGNATURES:
             raise ValueError(f"contract: signature={self.signature!r}; expected one of {', '.join(SIGNATURES)}")
+        if self.signature == "leetgpu" and not self.operation.plain:
+            raise ValueError("contract: signature='leetgpu' takes solve(a, b, c, M, N, K) only; an operation "
+                             "beyond C = A @ B needs the plain signature, FUNC(a, b, c, <extras by keyword>)")
+        self.operation.check_dtypes(self.dtypes)
         if self.deterministic and self.partial_sums_in_output is not None:
             raise ValueError("contract: deterministic=True with partial_sums_in_output: partial sums added with "
                              "atomics arrive in any order, so the bits vary; leave deterministic out")
@@ -87,7 +97,7 @@ class Contract:
         return Variant(name=name, launch=launch, dtypes=self.dtypes, precision=self.precision,
                        configs={"cpu": space, "cuda": space}, origin=origin, requirements=requires,
                        description=description, deterministic=self.is_deterministic,
-                       partial_sums_in_output=self.partial_sums_in_output)
+                       partial_sums_in_output=self.partial_sums_in_output, operation=self.operation)
 
 
 def _check_dtypes(dtypes) -> None:

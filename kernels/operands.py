@@ -15,14 +15,15 @@ def _dtype_name(dtype: torch.dtype) -> str:
 
 
 def _element_offsets(t: torch.Tensor) -> np.ndarray:
-    """Element offsets (from the data pointer) of every element of a 2-D view."""
-    rows = np.arange(t.shape[0], dtype=np.int64)[:, None] * t.stride(0)
-    cols = np.arange(t.shape[1], dtype=np.int64)[None, :] * t.stride(1)
-    return (rows + cols).ravel()
+    """Element offsets (from the data pointer) of every element of a view, in its logical order."""
+    offsets = np.zeros((), dtype=np.int64)
+    for n, stride in zip(t.shape, t.stride()):
+        offsets = offsets[..., None] + np.arange(n, dtype=np.int64) * stride
+    return offsets.ravel()
 
 
 def span(t: torch.Tensor) -> tuple[int, int]:
-    """[first, last] element offsets reached by a 2-D view (relative to its data pointer)."""
+    """[first, last] element offsets reached by a view (relative to its data pointer)."""
     if t.numel() == 0:
         return (0, -1)
     return (0, sum((n - 1) * s for n, s in zip(t.shape, t.stride())))
@@ -33,7 +34,7 @@ def _byte_ranges(t: torch.Tensor) -> np.ndarray:
 
 
 def has_internal_overlap(t: torch.Tensor) -> bool:
-    """Do two elements of this 2-D view share memory?"""
+    """Do two elements of this view share memory?"""
     if t.numel() <= 1:
         return False
     dims = sorted((s, n) for n, s in zip(t.shape, t.stride()) if n > 1)
@@ -41,7 +42,7 @@ def has_internal_overlap(t: torch.Tensor) -> bool:
     for stride, size in dims:
         if stride < reach:
             break
-        reach = stride * size
+        reach += stride * (size - 1)  # one past the largest offset the dimensions so far reach
     else:
         return False  # each dimension steps past everything the smaller ones cover
     offsets = _element_offsets(t)
@@ -69,7 +70,7 @@ def _starts_inside(starts: np.ndarray, others: np.ndarray, width: int) -> bool:
 
 
 def _check_tensor(name: str, t, what: str) -> None:
-    """What every operand must be: a 2-D tensor with data, outside autograd."""
+    """What every operand must be: a tensor with data, outside autograd, of the rank `what` names."""
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
     if t.is_meta:
@@ -78,8 +79,9 @@ def _check_tensor(name: str, t, what: str) -> None:
     if t.requires_grad:
         raise ValueError(f"{name} requires grad: the kernels write into C as torch's out= functions do, which "
                          f"autograd does not follow; pass {name}.detach() (no gradient flows through these kernels)")
-    if t.dim() != 2:
-        raise ValueError(f"{name} must be 2-D ({what}), got {t.dim()}-D with shape {tuple(t.shape)}")
+    rank = len(what.split(" x "))
+    if t.dim() != rank:
+        raise ValueError(f"{name} must be {rank}-D ({what}), got {t.dim()}-D with shape {tuple(t.shape)}")
 
 
 def _check_machine(variant: Variant, tensors: dict[str, torch.Tensor]) -> None:
@@ -105,12 +107,19 @@ def _check_machine(variant: Variant, tensors: dict[str, torch.Tensor]) -> None:
 
 
 def _check_inputs(variant: Variant, a, b) -> tuple[int, int, int]:
-    """A's and B's types, shapes and dtypes (A first)."""
-    _check_tensor("A", a, "M x K")
-    _check_tensor("B", b, "K x N")
-    (M, K), (K2, N) = a.shape, b.shape
+    """A's and B's types, shapes and dtypes (A first): M, N (C's columns) and K."""
+    op = variant.operation
+    batch = "Bt x " if op.batched else ""
+    _check_tensor("A", a, batch + "M x K")
+    _check_tensor("B", b, batch + ("K x 2N" if op.gated else "K x N"))
+    (M, K), (K2, N2) = a.shape[-2:], b.shape[-2:]
     if K2 != K:
         raise ValueError(f"B has {K2} rows but A has {K} columns (K): the inner dimensions must match")
+    if op.batched and a.shape[0] != b.shape[0]:
+        raise ValueError(f"A holds {a.shape[0]} problems and B {b.shape[0]}: the batch sizes must match (a shared "
+                         "operand is given with batch stride 0, e.g. b.expand(Bt, K, N))")
+    if op.gated and N2 % 2:
+        raise ValueError(f"B has {N2} columns; a gated kernel's B holds gate and up halves, an even number (2N)")
     if a.dtype not in variant.dtypes:
         accepted = ", ".join(_dtype_name(d) for d in variant.dtypes)
         raise TypeError(f"A has dtype {_dtype_name(a.dtype)}; variant {variant.name!r} takes {accepted}")
@@ -118,7 +127,7 @@ def _check_inputs(variant: Variant, a, b) -> tuple[int, int, int]:
         raise TypeError(
             f"B has dtype {_dtype_name(b.dtype)} but A has {_dtype_name(a.dtype)}: A and B must share one dtype"
         )
-    return M, N, K
+    return M, N2 // 2 if op.gated else N2, K
 
 
 def allocate_output(variant: Variant, a, b) -> torch.Tensor:
@@ -137,28 +146,72 @@ def allocate_output(variant: Variant, a, b) -> torch.Tensor:
     return torch.empty((M, N), dtype=variant.dtypes[a.dtype][0], device=a.device)
 
 
-def check(variant: Variant, a, b, c) -> tuple[int, int, int]:
+def check(variant: Variant, a, b, c, extras: dict | None = None) -> tuple[int, int, int]:
     """Validate operands for `variant`; return (M, N, K). Raises TypeError or ValueError naming the first
-    operand at fault (A, then B, then C)."""
+    operand at fault (A, then B, then C, then the extras its operation takes, by keyword)."""
+    op = variant.operation
     M, N, K = _check_inputs(variant, a, b)
-    _check_tensor("C", c, "M x N")
-    if tuple(c.shape) != (M, N):
-        raise ValueError(f"C has shape {tuple(c.shape)}; expected (M, N) = ({M}, {N}) for A {M}x{K} and B {K}x{N}")
+    batch = (a.shape[0],) if op.batched else ()
+    _check_tensor("C", c, "Bt x M x N" if op.batched else "M x N")
+    if tuple(c.shape) != (*batch, M, N):
+        raise ValueError(f"C has shape {tuple(c.shape)}; expected {'(Bt, M, N)' if batch else '(M, N)'} = "
+                         f"{(*batch, M, N)} for A {tuple(a.shape)} and B {tuple(b.shape)}")
     outs = variant.dtypes[a.dtype]
     if c.dtype not in outs:
         raise TypeError(
             f"C has dtype {_dtype_name(c.dtype)}; for {_dtype_name(a.dtype)} inputs variant {variant.name!r} "
             f"writes {', '.join(_dtype_name(d) for d in outs)}"
         )
-    _check_machine(variant, {"A": a, "B": b, "C": c})
-    if has_internal_overlap(c):
-        raise ValueError(f"C has strides {c.stride()} so two of its elements share memory; C must not overlap itself")
-    for name, t in (("A", a), ("B", b)):
-        if overlaps(c, t):
-            raise ValueError(f"C overlaps {name} in memory; the output must not alias an input")
-    for name, t in (("A", a), ("B", b), ("C", c)):
+    tensors = {"A": a, "B": b, "C": c, **_check_extras(variant, extras or {}, batch, M, N, c.dtype)}
+    _check_machine(variant, tensors)
+    outputs = {name: t for name, t in tensors.items() if name in ("C", "pre")}
+    for name, t in outputs.items():
+        if has_internal_overlap(t):
+            raise ValueError(f"{name} has strides {t.stride()} so two of its elements share memory; {name} must not "
+                             "overlap itself")
+        for other, u in tensors.items():
+            if other != name and overlaps(t, u):
+                raise ValueError(f"{name} overlaps {other} in memory; an output must not alias another operand")
+    for name, t in tensors.items():
         _check_requirements(variant, name, t)
     return M, N, K
+
+
+def _check_extras(variant: Variant, extras: dict, batch: tuple, M: int, N: int, out: torch.dtype) -> dict:
+    """The extras of the variant's operation, by keyword: present, of their shapes and dtypes."""
+    op = variant.operation
+    keywords = op.keywords()
+    unexpected = sorted(set(extras) - set(keywords))
+    if unexpected:
+        takes = ", ".join(keywords) if keywords else "none"
+        raise TypeError(f"unexpected extra(s) {', '.join(unexpected)}; variant {variant.name!r} takes {takes} "
+                        f"({op.describe()})")
+    missing = [e for e in keywords if e not in extras]
+    if missing:
+        raise TypeError(f"missing extra(s) {', '.join(missing)}: variant {variant.name!r} computes {op.describe()}")
+    tensors = {}
+    shapes = {"c_in": (*batch, M, N), "residual": (*batch, M, N), "pre": (*batch, M, op.n_columns(N)),
+              "bias": (N if op.bias == "n" else M,)}
+    for extra in ("alpha", "beta"):
+        if extra in extras:
+            value = extras[extra]
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"{extra} must be a Python float, got {type(value).__name__}")
+    for extra, shape in shapes.items():
+        if extra not in extras:
+            continue
+        t = extras[extra]
+        matrix = ("Bt x " if batch else "") + ("M x 2N" if extra == "pre" and op.gated else "M x N")
+        what = matrix if extra != "bias" else op.bias.upper()
+        _check_tensor(extra, t, what)
+        if tuple(t.shape) != shape:
+            raise ValueError(f"{extra} has shape {tuple(t.shape)}; expected {shape}")
+        want = (op.bias_dtype or out) if extra == "bias" else out
+        if t.dtype != want:
+            raise TypeError(f"{extra} has dtype {_dtype_name(t.dtype)}; variant {variant.name!r} takes "
+                            f"{_dtype_name(want)} there")
+        tensors[extra] = t
+    return tensors
 
 
 def _check_requirements(variant: Variant, name: str, t: torch.Tensor) -> None:
@@ -168,7 +221,7 @@ def _check_requirements(variant: Variant, name: str, t: torch.Tensor) -> None:
     if name.lower() in req.contiguous and not t.is_contiguous():
         raise ValueError(
             f"{name} has shape {tuple(t.shape)} and strides {t.stride()}; variant {variant.name!r} needs {name} "
-            f"contiguous (row-major, strides ({t.shape[1]}, 1))"
+            f"contiguous (row-major, strides {torch.empty(t.shape, device='meta').stride()})"
         )
     if req.positive_strides and 0 in t.stride():
         raise ValueError(
@@ -187,7 +240,7 @@ def _check_requirements(variant: Variant, name: str, t: torch.Tensor) -> None:
                 f"{name}'s data pointer {t.data_ptr():#x} is not {align}-byte aligned, which variant "
                 f"{variant.name!r} needs (storage offset {t.storage_offset()} elements)"
             )
-        dim = 0 if t.stride(1) == 1 else 1  # the leading (non-contiguous) dimension
+        dim = t.dim() - 2 if t.stride(-1) == 1 else t.dim() - 1  # the leading (non-contiguous) dimension
         leading = t.stride(dim)
         if (leading * t.element_size()) % align:
             raise ValueError(

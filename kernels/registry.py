@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from gemm_fuzz.kernels.operation import PLAIN, Operation
+
 BlockShape = tuple[int, int, int]  # (BM, BN, BK)
 Config = Mapping[str, object]
 
@@ -57,6 +59,7 @@ class Variant:
     # C's dtype, each addition rounding there. None: C is written once; an int: S; a str: the
     # configuration key that holds S (e.g. "SPLIT_K")
     partial_sums_in_output: int | str | None = None
+    operation: Operation = PLAIN  # what it computes beyond C = A @ B (kernels/operation.py)
 
     def __repr__(self) -> str:
         return f"Variant({self.name!r})"
@@ -84,6 +87,16 @@ class Variant:
             if self.deterministic:
                 raise ValueError(f"variant {self.name!r}: partial sums added with atomics arrive in any order; "
                                  "such a variant is not deterministic")
+            if self.operation.has_epilogue:
+                raise ValueError(f"variant {self.name!r}: an epilogue applies to the whole sum, so partial sums "
+                                 "cannot be added into C with atomics")
+        if not isinstance(self.operation, Operation):
+            raise ValueError(f"variant {self.name!r}: operation={self.operation!r}; expected "
+                             "gemm_fuzz.kernels.Operation(...)")
+        try:
+            self.operation.check_dtypes(self.dtypes)
+        except ValueError as e:
+            raise ValueError(f"variant {self.name!r}: {e}") from None
 
     def configs_for(self, device_type: str, dtype: torch.dtype | None = None) -> tuple[Config, ...]:
         """The configurations the launcher takes on this device for this input dtype, default first."""
@@ -159,22 +172,24 @@ LAUNCH_OPTIONS = ("num_warps", "num_stages")  # what a configuration may set for
 
 
 def launcher(name: str, validate: Callable[[Config], object] | None = None):
-    """The launcher of the variant registered as `name`, from its body `body(a, b, c, M, N, K, cfg)`, after
-    what every launcher does first: the operands checked against the variant's declaration, naming the
-    first one at fault (nothing is written before), nothing launched for an empty C, and the
-    configuration resolved (the one given, checked by `validate` first if given, over the default)."""
+    """The launcher of the variant registered as `name`, from its body `body(a, b, c, M, N, K, cfg, **extras)`,
+    after what every launcher does first: the operands (and the extras its operation takes, by keyword)
+    checked against the variant's declaration, naming the first one at fault (nothing is written before),
+    nothing launched for an empty C, and the configuration resolved (the one given, checked by `validate`
+    first if given, over the default)."""
 
     def wrap(body: Callable[..., None]) -> Callable[..., None]:
-        def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config: Config | None = None) -> None:
+        def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config: Config | None = None,
+                   **extras) -> None:
             from gemm_fuzz.kernels import operands
 
             variant = get(name)
-            M, N, K = operands.check(variant, a, b, c)
-            if M == 0 or N == 0:
+            M, N, K = operands.check(variant, a, b, c, extras)
+            if c.numel() == 0:
                 return
             if config is not None and validate is not None:
                 validate(config)
-            body(a, b, c, M, N, K, variant.config(a.device.type, a.dtype, config))
+            body(a, b, c, M, N, K, variant.config(a.device.type, a.dtype, config), **extras)
 
         launch.__module__ = body.__module__  # the kernel's module (a mutant re-imports it, edited)
         return launch

@@ -111,7 +111,8 @@ def run_target(target, runner, seconds: float, database=None, compile_ahead: boo
     start = time.monotonic()
     prop = runner.property(target.id, deadline=start + seconds)
     strategy = strategies.gemm_cases(target.variant, target.dtype, device_type=runner.backend.device.type,
-                                     max_dim=runner.backend.max_dim, compile_budget=_compile_budget(target))
+                                     max_dim=runner.backend.max_dim, compile_budget=_compile_budget(target),
+                                     big_batches=True)
     if compile_ahead:
         runner.compile_ahead(compile_plans(target, runner.backend))
 

@@ -370,13 +370,24 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             params.append(pytest.param(t, id=t.id, marks=marks))
         metafunc.parametrize("target", params)
     if "agreement_group" in metafunc.fixturenames:
-        from gemm_fuzz.properties.checks.agreement import AgreementGroup
+        from gemm_fuzz.kernels.operation import PLAIN
+        from gemm_fuzz.properties.checks.agreement import AgreementGroup, peers_of
 
         if selection.user is not None:
-            groups = [AgreementGroup(t.dtype, selection.user) for t in _targets(config)]
-        else:
-            groups = [AgreementGroup(s) for s in selection.selectors if s != "tf32"]  # fp32 includes tf32
-        metafunc.parametrize("agreement_group", [pytest.param(g, id=g.id) for g in groups])
+            groups = [AgreementGroup(t.dtype, selection.user, selection.user.operation) for t in _targets(config)]
+        else:  # the plain product's groups, and one for each other operation two variants compute
+            operations = list(dict.fromkeys(t.variant.operation for t in _targets(config)
+                                            if not t.variant.operation.plain))
+            groups = [AgreementGroup(s, operation=op) for s in selection.selectors if s != "tf32"  # fp32 has tf32
+                      for op in [PLAIN, *operations] if op.plain or len(peers_of(s, backend, op)) >= 2]
+        params = []
+        for g in groups:
+            alone = g.focus is not None and not [v for v in peers_of(g.dtype, backend, g.operation)
+                                                 if v.name != g.focus.name]
+            reason = (f"no built-in kernel computes {g.operation.describe()} on {g.dtype}: agreement needs a peer"
+                      if alone else None)
+            params.append(pytest.param(g, id=g.id, marks=[pytest.mark.skip(reason=reason)] if reason else []))
+        metafunc.parametrize("agreement_group", params)
     if "corpus_case" in metafunc.fixturenames:
         params = [pytest.param(r, id=r.path.stem, marks=[pytest.mark.skip(reason=why)] if why else [])
                   for r, why in selection.corpus]

@@ -117,24 +117,34 @@ def gamma(k: int, u: float) -> float:
     return k * u / (1 - k * u)
 
 
-def elementwise(product: Product, k: int, arith: Arithmetic, out: Format) -> np.ndarray:
-    """Upper bound on |C - product.value| for every element, for a correct kernel."""
+def accumulation(product: Product, k: int, arith: Arithmetic) -> np.ndarray:
+    """Upper bound on |s - product.value| for every element, s the sum a correct kernel holds before it
+    rounds to C (or, split-K into C, before its partial sums are added there): the reference's own
+    error and the accumulation's."""
     P = product.magnitude
-    if arith.is_exact and not out.is_float:
-        return np.zeros_like(P)
     g_acc = gamma(k, arith.acc_u)
     e_in = 2 * arith.input_u + arith.input_u**2
     err_acc = (e_in + (1 + e_in) * g_acc) * P + (2 * k + 1) * (1 + g_acc) * arith.acc_tiny
     if arith.input_tiny:  # an operand that may round to 0 loses its whole product: |a| tiny + tiny |b| each
         rows, cols = product.abs_sums
-        err_acc = err_acc + (1 + g_acc) * (arith.input_tiny * (rows[:, None] + cols[None, :]) + k * arith.input_tiny**2)
+        err_acc = err_acc + (1 + g_acc) * (arith.input_tiny * (rows[..., :, None] + cols[..., None, :])
+                                           + k * arith.input_tiny**2)
     err_ref = gamma(k, U64) * P
+    return err_ref + err_acc
+
+
+def elementwise(product: Product, k: int, arith: Arithmetic, out: Format) -> np.ndarray:
+    """Upper bound on |C - product.value| for every element, for a correct kernel."""
+    P = product.magnitude
+    if arith.is_exact and not out.is_float:
+        return np.zeros_like(P)
+    err = accumulation(product, k, arith)
     if arith.output_partials:  # S partial sums added in C's dtype (the module docstring derives it)
         g_out = gamma(arith.output_partials, out.u)
         tiny = arith.output_partials * (1 + g_out) * out.min_subnormal / 2
-        return (err_ref + err_acc + g_out * (P + err_ref + err_acc) + tiny) * _EVAL_SLACK
-    s_max = np.abs(np.nan_to_num(product.value, nan=0.0, posinf=0.0, neginf=0.0)) + err_ref + err_acc
-    return (err_ref + err_acc + out.u * s_max + out.min_subnormal / 2) * _EVAL_SLACK
+        return (err + g_out * (P + err) + tiny) * _EVAL_SLACK
+    s_max = np.abs(np.nan_to_num(product.value, nan=0.0, posinf=0.0, neginf=0.0)) + err
+    return (err + out.u * s_max + out.min_subnormal / 2) * _EVAL_SLACK
 
 
 def exact_expected(product: Product, arith: Arithmetic, out: Format | None = None) -> np.ndarray:
@@ -151,7 +161,7 @@ def exact_expected(product: Product, arith: Arithmetic, out: Format | None = Non
         return np.full(P.shape, whole) & (P <= limit)
     rows = product.row_integers <= arith.input_exact_limit
     cols = product.col_integers <= arith.input_exact_limit
-    return rows[:, None] & cols[None, :] & (P <= limit)
+    return rows[..., :, None] & cols[..., None, :] & (P <= limit)
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,8 @@ import torch
 
 @dataclass(frozen=True)
 class Product:
-    value: np.ndarray  # float64 M x N: A @ B with IEEE semantics for non-finite entries
-    magnitude: np.ndarray  # float64 M x N: |A| @ |B| over the finite entries (the bound's scale)
+    value: np.ndarray  # float64 M x N (batched: batch x M x N): A @ B, IEEE semantics for non-finite entries
+    magnitude: np.ndarray  # float64, as value: |A| @ |B| over the finite entries (the bound's scale)
     integer_inputs: bool  # every entry of A and B is a finite integer
     max_abs_input: float  # largest finite |entry| of A or B
     # per row of A (column of B): the largest |entry| where all its entries are finite integers, else NaN
@@ -47,7 +47,7 @@ class Product:
     def abs_sums(self) -> tuple[np.ndarray, np.ndarray]:
         """sum_k |a_ik| per row of A and sum_k |b_kj| per column of B, over finite entries."""
         a, b = self.finite_inputs
-        return np.abs(a).sum(axis=1), np.abs(b).sum(axis=0)
+        return np.abs(a).sum(axis=-1), np.abs(b).sum(axis=-2)
 
     def inf_meets_tiny(self, tiny: float) -> np.ndarray:
         """Where some Inf of A or B multiplies a non-zero entry of magnitude below `tiny` (one that
@@ -90,8 +90,8 @@ def _host(*arrays) -> list[np.ndarray]:
 
 
 def _integer_maxima(lib, x, axis: int):
-    """Along `axis`: the largest |entry| where every entry is a finite integer, else NaN (so that no
-    limit admits it)."""
+    """Along `axis` (-1: a row of A; -2: a column of B): the largest |entry| where every entry is a finite
+    integer, else NaN (so that no limit admits it)."""
     with np.errstate(invalid="ignore"):
         integral = lib.isfinite(x) & (x == lib.round(x))
     largest = _largest(lib, lib.abs(lib.where(integral, x, 0.0)), axis)
@@ -107,8 +107,9 @@ def product(a: torch.Tensor, b: torch.Tensor) -> Product:
     """The float64 product of A and B and the facts the bound needs, computed where the tensors live:
     numpy on the host (the interpreter's tensors), torch on a GPU, where only the M x N results and the
     per-row and per-column facts come back. A GPU's float64 products sum in another order than numpy's:
-    the bound's gamma_K(2**-53) term covers any order, and integer sums below 2**53 are exact in all."""
-    if a.device.type == "cpu" or 0 in (*a.shape, b.shape[1]):
+    the bound's gamma_K(2**-53) term covers any order, and integer sums below 2**53 are exact in all.
+    Batched operands (batch x M x K, batch x K x N) give one product a problem, stacked."""
+    if a.device.type == "cpu" or 0 in (*a.shape, b.shape[-1]):
         return _product(np, to_float64(a), to_float64(b), (a, b))
     return _product(torch, a.detach().double(), b.detach().double(), (a, b))
 
@@ -116,7 +117,7 @@ def product(a: torch.Tensor, b: torch.Tensor) -> Product:
 def _product(lib, A, B, operands) -> Product:
     """`A` and `B` in float64, as numpy arrays (`lib` numpy) or tensors (`lib` torch)."""
     finite_a, finite_b = lib.isfinite(A), lib.isfinite(B)
-    rows, cols = _integer_maxima(lib, A, 1), _integer_maxima(lib, B, 0)
+    rows, cols = _integer_maxima(lib, A, -1), _integer_maxima(lib, B, -2)
     largest = [_largest(lib, lib.abs(lib.where(f, x, 0.0))) for x, f in ((A, finite_a), (B, finite_b))]
     all_finite = finite_a.all() & finite_b.all()
     if lib is torch:  # the scalars in one trip from the device
@@ -132,7 +133,7 @@ def _product(lib, A, B, operands) -> Product:
         return (_f64(x) @ _f64(y)) > 0
 
     # NaN: a NaN anywhere in A's row or B's column, 0 * Inf, or infinite products of both signs
-    nan = lib.isnan(A).any(axis=1)[:, None] | lib.isnan(B).any(axis=0)[None, :]
+    nan = lib.isnan(A).any(axis=-1)[..., :, None] | lib.isnan(B).any(axis=-2)[..., None, :]
     nan = nan | hits(lib.isinf(A), B == 0) | hits(A == 0, lib.isinf(B))
     pos_a, neg_a = A > 0, A < 0
     pos_b, neg_b = B > 0, B < 0

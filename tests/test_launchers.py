@@ -1,5 +1,6 @@
 """Every launcher refuses bad input with an error naming what was wrong and what is expected, and
-writes nothing when it refuses; empty dimensions are valid."""
+writes nothing when it refuses; empty dimensions are valid. A variant with an epilogue gets right
+extras beside the bad operand; a batched one, 3-D operands."""
 
 import re
 
@@ -23,16 +24,34 @@ def _unwritten(shape, dtype, device) -> torch.Tensor:
 
 
 def _operands(variant, device, m=4, n=6, k=5):
+    """A, B and an unwritten C for the variant (batched: 2 problems; gated: B of 2N columns)."""
     dtype = next(iter(variant.dtypes))
     out = variant.dtypes[dtype][0]
+    batch = (2,) if variant.operation.batched else ()
     make = (lambda *s: torch.randint(-2, 3, s).to(dtype).to(device))
-    return make(m, k), make(k, n), _unwritten((m, n), out, device)
+    return make(*batch, m, k), make(*batch, k, variant.operation.n_columns(n)), _unwritten((*batch, m, n), out, device)
+
+
+def _extras(variant, c) -> dict:
+    """Right extras for the variant's operation (none for C = A @ B), by the keywords it takes them as."""
+    op = variant.operation
+    *batch, m, n = c.shape
+    make = {"bias": lambda: torch.ones(n if op.bias == "n" else m, dtype=op.bias_dtype or c.dtype, device=c.device),
+            "c_in": lambda: torch.ones_like(c), "residual": lambda: torch.ones_like(c), "alpha": lambda: 1.0,
+            "beta": lambda: 1.0, "pre": lambda: _unwritten((*batch, m, op.n_columns(n)), c.dtype, c.device)}
+    return {keyword: make[extra]() for extra, keyword in op.keywords().items()}
+
+
+def _rank(variant, dims: str) -> str:
+    """The rank the launcher asks of an operand, as its message says it (a pattern)."""
+    return r"3-D \(Bt x " + dims if variant.operation.batched else r"2-D \(" + dims
 
 
 def _refused(variant, a, b, c, error, pattern):
     before = raw(c).clone() if isinstance(c, torch.Tensor) else None
+    extras = _extras(variant, c) if isinstance(c, torch.Tensor) and c.device.type != "meta" and c.dim() >= 2 else {}
     with pytest.raises(error, match=pattern):
-        variant.launch(a, b, c)
+        variant.launch(a, b, c, **extras)
     if before is not None and before.device.type != "meta":
         assert torch.equal(before, raw(c)), "a refused launch wrote into C"  # bit for bit: NaN != NaN
 
@@ -40,16 +59,18 @@ def _refused(variant, a, b, c, error, pattern):
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_refuses_wrong_ranks(variant, backend):
     a, b, c = _operands(variant, backend.device)
-    _refused(variant, a[None], b, c, ValueError, r"A must be 2-D \(M x K\), got 3-D with shape \(1, 4, 5\)")
-    _refused(variant, a, b[0], c, ValueError, r"B must be 2-D \(K x N\), got 1-D")
-    _refused(variant, a, b, c[0], ValueError, r"C must be 2-D \(M x N\), got 1-D")
+    _refused(variant, a[None], b, c, ValueError, _rank(variant, r"M x K\), got [34]-D with shape \(1, "))
+    _refused(variant, a, b[0], c, ValueError, _rank(variant, r"K x 2?N\), got [12]-D"))  # gated: K x 2N
+    _refused(variant, a, b, c[0], ValueError, _rank(variant, r"M x N\), got [12]-D"))
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_refuses_mismatched_shapes(variant, backend):
     a, b, c = _operands(variant, backend.device)
-    _refused(variant, a, b[:4], c, ValueError, r"B has 4 rows but A has 5 columns \(K\)")
-    _refused(variant, a, b, c[:3], ValueError, re.escape("C has shape (3, 6); expected (M, N) = (4, 6)"))
+    _refused(variant, a, b[..., :4, :], c, ValueError, r"B has 4 rows but A has 5 columns \(K\)")
+    expected = "(Bt, M, N) = (2, 4, 6)" if variant.operation.batched else "(M, N) = (4, 6)"
+    _refused(variant, a, b, c[..., :3, :], ValueError, re.escape(f"C has shape {tuple(c[..., :3, :].shape)}; "
+                                                                 f"expected {expected}"))
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -92,13 +113,18 @@ def test_refuses_tensors_on_different_devices(variant, backend):
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_refuses_an_output_that_aliases_an_input_or_itself(variant, backend):
-    a, b, _ = _operands(variant, backend.device, m=6, n=5, k=6)
+    a, b, c = _operands(variant, backend.device, m=6, n=5, k=6)
     out_dtype = variant.dtypes[a.dtype][0]
     if out_dtype == a.dtype:
-        _refused(variant, a, b, a[:, :5], ValueError, "C overlaps A in memory")
-        _refused(variant, a, b, b[:6], ValueError, "C overlaps B in memory")
-    row = _unwritten((1, 5), out_dtype, backend.device)
-    _refused(variant, a, b, row.expand(6, 5), ValueError, r"C has strides \(0, 1\) so two of its elements share memory")
+        _refused(variant, a, b, a[..., :5], ValueError, "C overlaps A in memory")
+        _refused(variant, a, b, b[..., :6, :5], ValueError, "C overlaps B in memory")
+    row = _unwritten((*c.shape[:-2], 1, 5), out_dtype, backend.device)
+    _refused(variant, a, b, row.expand(c.shape), ValueError, r"C has strides \((\d+, )?0, 1\) so two of its elements "
+             "share memory")
+    if variant.operation.has_c_in:
+        extras = {**_extras(variant, c), variant.operation.keywords()["c_in"]: c}
+        with pytest.raises(ValueError, match="C overlaps c_in in memory"):
+            variant.launch(a, b, c, **extras)
 
 
 @pytest.mark.gpu
@@ -161,5 +187,5 @@ def test_empty_dimensions_are_valid(variant, backend, m, n, k):
     if not variant.runs_on(backend.name):
         pytest.skip(f"{variant.name} needs a CUDA GPU; the backend is {backend.name}")
     case = strategies.simplest_case(variant, m, n, k, name_of(next(iter(variant.dtypes))))
-    observed = runner.check(variant, case, backend)
-    assert observed.exact
+    observed = runner.check(variant, case, backend)  # raises on anything unwritten or wrong
+    assert observed.exact or variant.operation.activation  # act(0 + beta * C_in + bias) is rounded

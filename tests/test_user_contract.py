@@ -34,7 +34,7 @@ def _user(name: str):
                                                      "float32 inputs go into float32"),
     (dict(precision="fp64"), "precision='fp64'; expected 'ieee' or 'tf32'"),
     (dict(blocks=(64, 64)), "blocks=(64, 64); expected (BM, BN, BK)"),
-    (dict(requires=Requirements(contiguous=("x",))), "names x; the operands are 'a', 'b' and 'c'"),
+    (dict(requires=Requirements(contiguous=("x",))), "names x; the operands are 'a', 'b', 'c'"),
     (dict(partial_sums_in_output=4, deterministic=True), "deterministic=True with partial_sums_in_output"),
     (dict(block_shape=(16, 16, 16)), "no field block_shape; the fields are dtypes, precision, blocks"),
 ])

@@ -350,3 +350,113 @@ register(Mutant(
     gpu_only_why="the interpreter runs a descriptor store element by element and clips it exactly at C's shape",
     unaffected=dict(N=8, b={}, c={}),  # rows of 8 fp16: 16 bytes, no padding needed
 ))
+
+# --- the family: epilogues (tiled_epilogue), batches (bmm), gated products (swiglu) --------------------
+
+EPILOGUE_BIAS = "    bias = tl.load(bias_ptr + offs_n * stride_bias, mask=offs_n < N, other=0.0)\n"
+EPILOGUE_BIAS_ADD = "    y += bias.to(tl.float32)[None, :]\n"
+EPILOGUE_ALPHA = "    y = acc * alpha\n"
+EPILOGUE_GELU = "    return 0.5 * y * (1.0 + tl.math.erf(y * 0.7071067811865476))\n"
+EPILOGUE_BETA_GUARD = ("    if beta != 0:  # BLAS: beta == 0 means C_in is not read\n"
+                       "        c_in = tl.load(cin_ptr + offs_m[:, None] * stride_im + offs_n[None, :] * stride_in, "
+                       "mask=inside, other=0.0)\n"
+                       "        y += beta * c_in.to(tl.float32)\n")
+
+register(Mutant(
+    name="epilogue_bias_along_m", parent="tiled_epilogue",
+    edits=(Edit(EPILOGUE_BIAS, "    bias = tl.load(bias_ptr + offs_m * stride_bias, mask=offs_m < M, other=0.0)\n"),
+           Edit(EPILOGUE_BIAS_ADD, "    y += bias.to(tl.float32)[:, None]\n")),
+    bug="bias indexed along the wrong axis: one per row where the contract says one per column",
+    dtype="fp16", smallest=dict(M=2, N=1, K=1),
+    why="row 1 reads bias[1], past a bias of N=1 element; with M=1 only bias[0] is read, the right one",
+    caught_as="OutOfBoundsAccess", unaffected=dict(M=1),
+))
+register(Mutant(
+    name="epilogue_unmasked_bias", parent="tiled_epilogue",
+    edits=(Edit(EPILOGUE_BIAS, "    bias = tl.load(bias_ptr + offs_n * stride_bias)\n"),),
+    bug="bias load without a mask: a ragged column tile reads past the end of the bias",
+    dtype="fp16", smallest=dict(M=1, N=1, K=1),
+    why="N=1 < BN=32 loads bias[1..31], past a bias of one element",
+    caught_as="OutOfBoundsAccess", unaffected=dict(N=32),
+))
+register(Mutant(
+    name="epilogue_activation_before_alpha", parent="tiled_epilogue",
+    edits=(Edit(EPILOGUE_ALPHA, "    y = acc\n"),
+           Edit(EPILOGUE_GELU, "    return alpha * (0.5 * y * (1.0 + tl.math.erf(y * 0.7071067811865476)))\n")),
+    bug="alpha applied after the activation (alpha * gelu(AB + beta C_in + bias)), not inside it",
+    dtype="fp16", smallest=dict(M=1, N=1, K=1, epilogue=dict(alpha=0.0)),
+    why="alpha = 0 is the first scalar drawn: the mutant stores 0 where gelu(0 + 1 + 1) = 1.95 belongs; "
+        "alpha = 1 is the one scalar under which both orders agree",
+    caught_as="ValueOutOfBound", unaffected=dict(epilogue=dict(alpha=1.0)),
+))
+register(Mutant(
+    name="epilogue_beta_zero_reads_c_in", parent="tiled_epilogue",
+    edits=(Edit(EPILOGUE_BETA_GUARD,
+                "    c_in = tl.load(cin_ptr + offs_m[:, None] * stride_im + offs_n[None, :] * stride_in, "
+                "mask=inside, other=0.0)\n"
+                "    y += beta * c_in.to(tl.float32)\n"),),
+    bug="beta == 0 still reads C_in: 0 * NaN in an unread C_in makes C NaN (BLAS does not read it)",
+    dtype="fp16", smallest=dict(M=1, N=1, K=1, epilogue=dict(beta=0.0)),
+    why="with beta = 0 the suite fills C_in with NaN, which the mutant multiplies by 0; any other beta reads "
+        "C_in rightly",
+    caught_as="ValueOutOfBound", unaffected=dict(epilogue=dict(beta=1.0)),
+))
+register(Mutant(
+    name="epilogue_tanh_gelu", parent="tiled_epilogue",
+    edits=(Edit(EPILOGUE_GELU,
+                "    inner = 0.7978845608028654 * (y + 0.044715 * y * y * y)\n"
+                "    return 0.5 * y * (1.0 + (2.0 * tl.sigmoid(2.0 * inner) - 1.0))\n"),),
+    bug="gelu's tanh approximation where the contract declares erf's gelu",
+    dtype="fp32", smallest=dict(M=1, N=1, K=1),
+    why="the two differ by up to 4.7e-4 (near |y| = 2.2); at y = 1 + 1 + 1 by 4.1e-4, 210 times an fp32 C's "
+        "bound (an fp16 C rounds it away)",
+    caught_as="ValueOutOfBound",
+))
+
+BMM_OFFSETS = "    a_ptr += z * stride_az\n    b_ptr += z * stride_bz\n    c_ptr += z * stride_cz\n"
+BMM_PROGRAM_IDS = ("    z = tl.program_id(0).to(tl.int64)\n    tiles_n = tl.cdiv(N, BN)\n"
+                   "    pid_m = tl.program_id(1) // tiles_n\n    pid_n = tl.program_id(1) % tiles_n\n")
+register(Mutant(
+    name="bmm_batch_stride_ignored", parent="bmm",
+    edits=(Edit(BMM_OFFSETS, ""),),
+    bug="the batch strides ignored: every program computes and stores problem 0",
+    dtype="fp16", smallest=dict(M=1, N=1, K=1, batch=2),
+    why="with a second problem two programs store into C[0] (the interpreter sees the race before C[1] is "
+        "found unwritten)",
+    caught_as="DataRace", unaffected=dict(batch=1),
+))
+register(Mutant(
+    name="bmm_batch_on_grid_axis_1", parent="bmm",
+    edits=(Edit(BMM_PROGRAM_IDS, "    z = tl.program_id(1).to(tl.int64)\n    tiles_n = tl.cdiv(N, BN)\n"
+                                 "    pid_m = tl.program_id(0) // tiles_n\n    pid_n = tl.program_id(0) % tiles_n\n"),
+           Edit('    grid = (a.shape[0], triton.cdiv(M, cfg["BM"]) * triton.cdiv(N, cfg["BN"]))\n',
+                '    grid = (triton.cdiv(M, cfg["BM"]) * triton.cdiv(N, cfg["BN"]), a.shape[0])\n')),
+    bug="the batch on grid axis 1, which CUDA stops at 65535 programs",
+    dtype="fp16", smallest=dict(M=1, N=1, K=1, batch=65536),
+    why="65536 problems is the first batch past the limit; the interpreter checks the grid CUDA would refuse",
+    caught_as="GridTooLarge", unaffected=dict(batch=17),
+))
+
+SWIGLU_LOADS = ("        b_gate = tl.load(b_rows + offs_n[None, :] * stride_bn, mask=b_mask, other=0.0)\n"
+                "        b_up = tl.load(b_rows + (N + offs_n)[None, :] * stride_bn, mask=b_mask, other=0.0)\n")
+register(Mutant(
+    name="swiglu_gate_up_swapped", parent="swiglu",
+    edits=(Edit(SWIGLU_LOADS,
+                "        b_up = tl.load(b_rows + offs_n[None, :] * stride_bn, mask=b_mask, other=0.0)\n"
+                "        b_gate = tl.load(b_rows + (N + offs_n)[None, :] * stride_bn, mask=b_mask, other=0.0)\n"),),
+    bug="gate and up halves swapped: the up columns go through silu, the gate columns do not",
+    dtype="fp16", smallest=dict(M=1, N=1, K=1, specials=True),
+    why="with every value 1 the halves are equal; seed 0's specials make one column of B differ from the other, "
+        "and the stored product pre shows them swapped",
+    caught_as="ValueOutOfBound", unaffected=dict(specials=False),
+))
+register(Mutant(
+    name="swiglu_pre_after_activation", parent="swiglu",
+    edits=(Edit("    tl.store(pre_rows + offs_n[None, :] * stride_pn, gate.to(pre_ptr.dtype.element_ty), mask=inside)\n",
+                "    tl.store(pre_rows + offs_n[None, :] * stride_pn, (gate * tl.sigmoid(gate)).to(pre_ptr.dtype.element_ty),"
+                " mask=inside)\n"),),
+    bug="the pre-activation output stored after the activation: the backward pass gets silu(gate), not gate",
+    dtype="fp16", smallest=dict(M=1, N=1, K=1),
+    why="gate = 1 stores silu(1) = 0.73 where the exact product 1 belongs",
+    caught_as="NotBitExact",
+))

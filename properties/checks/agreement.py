@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from hypothesis import strategies as st
 
 from gemm_fuzz import kernels
+from gemm_fuzz.kernels.operation import PLAIN, Operation
 from gemm_fuzz.properties.checks.check import Check
 from gemm_fuzz.properties.checks.example import Example, Observation
 from gemm_fuzz.properties.judge import agreement, relations
@@ -39,14 +40,18 @@ GPU_AGREEMENT_CLASSES = 3  # on cases of this many specialization classes
 
 @dataclass(frozen=True)
 class AgreementGroup:
-    """What an agreement test is about: an input dtype, and the focus (a user's kernel) if any."""
+    """What an agreement test is about: an input dtype, the operation its variants compute (the
+    focus's, where there is one), and the focus (a user's kernel) if any."""
 
     dtype: str
     focus: object = None  # a user's Variant: only its disagreement fails the test
+    operation: Operation = PLAIN
 
     @property
     def id(self) -> str:
-        return f"agreement-{self.dtype}" if self.focus is None else f"{self.focus.name}-{self.dtype}"
+        if self.focus is not None:
+            return f"{self.focus.name}-{self.dtype}"
+        return f"agreement-{self.dtype}" if self.operation.plain else f"agreement-{label(self.operation)}-{self.dtype}"
 
     @property
     def variant(self):
@@ -56,9 +61,25 @@ class AgreementGroup:
         return f"AgreementGroup({self.id})"
 
 
-def _variants(dtype: str, backend):
+def same_operation(x: Operation, y: Operation) -> bool:
+    """Two kernels compute the same thing, whatever keywords they take their extras as."""
+    return dataclasses.replace(x, names=()) == dataclasses.replace(y, names=())
+
+
+def label(op: Operation) -> str:
+    """A short name of an operation, for test ids: its parts, e.g. 'alpha-beta-bias-gelu'."""
+    parts = [p for p, present in (("batched", op.batched), ("alpha", op.alpha), ("beta", op.beta),
+                                   (f"bias{op.bias}", op.bias), (op.gated or "", op.gated),
+                                   (op.activation or "", op.activation), ("residual", op.residual),
+                                   ("pre", op.pre_activation)) if present]
+    return "-".join(parts) or "plain"
+
+
+def peers_of(dtype: str, backend, operation: Operation = PLAIN) -> list:
+    """The registered variants that run here and compute `operation` on `dtype` inputs."""
     torch_dtype = by_name(dtype).dtype
-    return [v for v in kernels.variants() if torch_dtype in v.dtypes and v.runs_on(backend.name)]
+    return [v for v in kernels.variants() if torch_dtype in v.dtypes and v.runs_on(backend.name)
+            and same_operation(v.operation, operation)]
 
 
 def _sized(backend, **more) -> dict:
@@ -69,16 +90,21 @@ def _example(focus, case, peers) -> Example:
     return Example("agreement", focus.name if focus else "", case, (("peers", tuple(v.name for v in peers)),))
 
 
+def _judges(peers: list, focus) -> list:
+    """Who judges a user's kernel on a GPU: the plainest built-ins computing its operation."""
+    return [v for v in peers if v.name in GPU_JUDGES] or [v for v in peers if v is not focus][:1]
+
+
 def _gpu_judged(focus, backend) -> bool:
     """A user's kernel on a GPU: judged by one of the plainest built-ins, on a few classes."""
     return focus is not None and not backend.interpreted
 
 
 @st.composite
-def _examples(draw, dtype: str, focus, backend):
-    peers = _variants(dtype, backend)
+def _examples(draw, dtype: str, focus, backend, operation: Operation):
+    peers = peers_of(dtype, backend, operation)
     if _gpu_judged(focus, backend):
-        judges = [v for v in peers if v.name in GPU_JUDGES]
+        judges = _judges(peers, focus)
         sized = _sized(backend, compile_budget=GPU_AGREEMENT_CLASSES)
         case = draw(strategies.gemm_cases(focus, dtype, **sized))
         return _example(focus, case, [focus, draw(st.sampled_from(judges))] if judges else [focus])
@@ -97,13 +123,13 @@ class Agreement(Check):
     share, minimum = 3, 4  # each example runs every variant
 
     def examples(self, group, backend):
-        return _examples(group.dtype, group.focus, backend)
+        return _examples(group.dtype, group.focus, backend, group.operation)
 
     def stratified(self, group, backend) -> list:
         dtype, focus = group.dtype, group.focus
-        peers = _variants(dtype, backend)
+        peers = peers_of(dtype, backend, group.operation)
         if _gpu_judged(focus, backend):
-            judges = [v for v in peers if v.name in GPU_JUDGES]
+            judges = _judges(peers, focus)
             cases = stratified.cases(focus, dtype, **_sized(backend, compile_budget=GPU_AGREEMENT_CLASSES))
             return [_example(focus, c, [focus, judges[i % len(judges)]] if judges else [focus])
                     for i, c in enumerate(cases)]
@@ -124,7 +150,7 @@ class Agreement(Check):
         """A user's kernel: its judges' kernels on the classes it is judged on."""
         if not user:
             return []
-        judges = [kernels.get(n) for n in GPU_JUDGES if by_name(target.dtype).dtype in kernels.get(n).dtypes]
+        judges = _judges(peers_of(target.dtype, backend, target.variant.operation), target.variant)
         cases = strategies.pool_cases(target.variant, target.dtype, device_type=backend.device.type, max_dim=40,
                                       tiles=2, compile_budget=GPU_AGREEMENT_CLASSES)
         return [(v, dataclasses.replace(case, config=())) for case in cases for v in judges]
@@ -132,8 +158,10 @@ class Agreement(Check):
     def execute(self, example, resolve, backend) -> Observation:
         start = time.perf_counter()
         case = example.case
-        ops = materialize(case, backend.device)
+        operation = resolve(example.parameters["peers"][0]).operation
+        ops = materialize(case, backend.device, operation)
         a, b = to_float64(ops.a.view), to_float64(ops.b.view)
+        extras = relations.Extras.of(ops)
         fin, fout = by_name(case.dtype), by_name(case.out_dtype)
         names = ([example.variant] if example.variant else []) + [n for n in example.parameters["peers"]
                                                                   if n != example.variant]
@@ -146,7 +174,7 @@ class Agreement(Check):
             if accepts(v, ops):
                 try:
                     runs[name] = relations.solve(v, lambda x, o, config=config: launch(x, o, backend, config), a, b,
-                                                 (case.a, case.b, case.c), fin, fout, backend.device, config)
+                                                 (case.a, case.b, case.c), fin, fout, backend.device, config, extras)
                 except GemmFailure as e:
                     e.context.setdefault("variant", name)
                     raise

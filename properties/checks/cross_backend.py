@@ -2,7 +2,8 @@
 same case: bit-equal where the arithmetic is exact, within both runs' bounds elsewhere (GPU only). Each
 side runs as an `output` example, where the runner's settings put it (the interpreted one always in a
 worker). The stratified cases first, on interpreter-sized problems (the interpreter runs one program
-at a time)."""
+at a time). A kernel with an epilogue is judged by its operation's bound (C's; a second output is
+judged by each side's own run)."""
 
 from __future__ import annotations
 
@@ -43,13 +44,16 @@ class CrossBackend(Check):
             sides = [runner.output(runner.backend.name, output, variant, timeout),
                      runner.output("interpreter", output, variant, timeout)]
             compiled, interpreted = (side.values for side in sides)
-            ops = materialize(example.case)
             resolved = variant or runner.resolve(example.variant)
             case = example.case
+            ops = materialize(case, "cpu", resolved.operation)
             product = numpy_ref.product(ops.a.view, ops.b.view)
             partials = oracles.output_partials(resolved, case.dtype, case.config, runner.backend.device.type)
-            allow = oracles.reference_allowance(product, case.K, case.dtype, resolved.precision, case.out_dtype,
-                                                partials)
+            if resolved.operation.has_epilogue:
+                allow = oracles.allowances(ops, resolved.precision, product, partials)["C"]
+            else:
+                allow = oracles.reference_allowance(product, case.K, case.dtype, resolved.precision, case.out_dtype,
+                                                    partials)
             runs = [Run(interpreted, allow), Run(compiled, allow)]
             compare.values(compiled, paired(interpreted, runs), against="the interpreted kernel")
         except GemmFailure as failure:

@@ -1,8 +1,10 @@
 """Metamorphic relations for every variant and dtype: transposition, scaling by a power of two,
-zero padding of K and splitting K (properties/judge/relations.py). Each example runs the main property
-on the case, then reruns the kernel on the changed problems under the same oracles and compares
-bit-exactly where the arithmetic is exact. The stratified cases first, each relation's parameter taken
-in turn.
+zero padding of K and splitting K (properties/judge/relations.py); for a kernel with an epilogue or a
+batch, the family's (properties/judge/family_relations.py): zero padding of K, one problem of a batch
+alone and the batch reversed, a shifted bias, alpha and the epilogue's terms doubled. Each example
+runs the main property on the case, then reruns the kernel on the changed problems under the same
+oracles and compares bit-exactly where the arithmetic is exact. The stratified cases first, each
+relation's parameter taken in turn.
 
 On a GPU K is padded and split by multiples of 16: K keeps its specialization class (and so do the
 strides it sets), so the padded problem and the split's second part reuse the first run's kernel, and
@@ -16,7 +18,7 @@ from hypothesis import strategies as st
 from gemm_fuzz.properties.checks.check import Check
 from gemm_fuzz.properties.checks.example import Example, Observation
 from gemm_fuzz.properties.checks.reference import judged
-from gemm_fuzz.properties.judge import relations
+from gemm_fuzz.properties.judge import family_relations, relations
 from gemm_fuzz.properties.launch import ahead
 from gemm_fuzz.properties.launch.launching import launch
 from gemm_fuzz.properties.model import strategies, stratified
@@ -38,7 +40,14 @@ def _split(case, interpreted: bool):
     return st.integers(1, case.K - 1)
 
 
-def _example(variant, case, scale: int, pad: int, split: int) -> Example:
+SHIFTS = (1.0, -0.5, 2.0)
+
+
+def _example(variant, case, scale: int, pad: int, split: int, problem: int = 0) -> Example:
+    if not variant.operation.plain:  # the family's relations (properties/judge/family_relations.py)
+        batched = (("problem", problem % case.problems), ("reverse", True)) if variant.operation.batched else ()
+        params = (("pad", pad), *batched, ("shift", SHIFTS[abs(scale) % len(SHIFTS)]), ("double", True))
+        return Example("metamorphic", variant.name, case, params)
     params = (("transpose", not variant.requirements.contiguous),  # a transposed operand is not contiguous
               ("scale", scale), ("pad", pad), ("split", split if case.K >= 2 else 0))
     return Example("metamorphic", variant.name, case, params)
@@ -49,7 +58,7 @@ def _examples(draw, variant, dtype: str, backend, sized: dict):
     case = draw(strategies.gemm_cases(variant, dtype, **sized))
     pad = draw(st.integers(1, 17) if backend.interpreted else st.sampled_from(GPU_PAD))
     return _example(variant, case, draw(st.sampled_from(SCALES)), pad,
-                    draw(_split(case, backend.interpreted)) if case.K >= 2 else 0)
+                    draw(_split(case, backend.interpreted)) if case.K >= 2 else 0, draw(st.integers(0, 2**16)))
 
 
 class Metamorphic(Check):
@@ -71,7 +80,7 @@ class Metamorphic(Check):
             else:
                 pad = GPU_PAD[i % len(GPU_PAD)]
                 split = gpu_relations(case, bool(variant.requirements.contiguous))["split"]
-            found.append(_example(variant, case, SCALES[i % len(SCALES)], pad, split))
+            found.append(_example(variant, case, SCALES[i % len(SCALES)], pad, split, i))
         return found
 
     def compile_plans(self, target, backend, user: bool) -> list:
@@ -89,8 +98,22 @@ class Metamorphic(Check):
         # on a GPU every problem the relations launch compiles at once, beside the first run
         ahead.compile_ahead(variant, [case, *relations.problems(variant, case, p)], backend)
         observed, ops, verdict = judged(variant, case, backend)
+        if verdict is None:  # not run in the interpreter (a batch past the grid's limits)
+            return observed
         first = relations.observed(verdict)
         run = lambda v, o: launch(v, o, backend, case.config)  # noqa: E731
+        if not variant.operation.plain:
+            if p.get("pad"):
+                family_relations.pad_k(variant, run, ops, first, extra=p["pad"])
+            if "problem" in p:
+                family_relations.one_problem(variant, run, ops, first, p["problem"])
+            if p.get("reverse") and case.batch > 1:
+                family_relations.reversed_batch(variant, run, ops, first)
+            if p.get("shift"):
+                family_relations.shift_bias(variant, run, ops, first, p["shift"])
+            if p.get("double"):
+                family_relations.double(variant, run, ops, first)
+            return observed
         if p.get("transpose"):
             relations.transpose(variant, run, ops, first)
         if p.get("scale"):

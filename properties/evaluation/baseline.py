@@ -11,6 +11,8 @@ test_core.py), to measure the suite against: what a conventional GEMM test catch
              add-matrix epilogue)
   reference  np.matmul in the input dtype (bf16: in fp32; int8: in int64)
   verdict    np.testing.assert_allclose with rtol 0.01 and atol 1e-2 for fp16 outputs, 1e-3 for fp32
+  family     an epilogue's extras as its own tests pass them (normal x 0.1, alpha = beta = 1, contiguous),
+             the formula in float64; batched: two problems, packed
 
 test_dot runs one program whose block is the whole matrix; here each variant's own launcher runs
 (its grid and blocks), so the shapes, all multiples of 16 but three, rarely leave a partial tile.
@@ -38,6 +40,7 @@ import torch
 
 from gemm_fuzz.kernels import mutants
 from gemm_fuzz.kernels import operands as launcher_checks
+from gemm_fuzz.reference import epilogue
 
 # The distinct (M, N, K) of test_dot's lists, in its order
 TEST_DOT_SHAPES = (
@@ -64,14 +67,15 @@ OUT = {"int8": torch.int32, "fp8e4m3": torch.float32, "fp8e5m2": torch.float32}
 PASSED, FAILED, RAISED = 0, 10, 11  # exit codes of `python -m gemm_fuzz.properties.evaluation.baseline`
 
 
-def operands(M: int, N: int, K: int, dtype: str) -> tuple[np.ndarray, np.ndarray]:
+def operands(M: int, N: int, K: int, dtype: str, batch: tuple = ()) -> tuple[np.ndarray, np.ndarray]:
     """test_dot's inputs from RandomState(17): normal values scaled by 0.1 in the input dtype, or
-    integers over int8's whole range."""
+    integers over int8's whole range (batched: `batch` problems of them)."""
     rs = np.random.RandomState(17)
     if dtype == "int8":
-        return rs.randint(-128, 128, (M, K)).astype(np.int8), rs.randint(-128, 128, (K, N)).astype(np.int8)
-    x = rs.normal(0, 1, (M, K)).astype(NUMPY[dtype])
-    y = rs.normal(0, 1, (K, N)).astype(NUMPY[dtype])
+        return (rs.randint(-128, 128, (*batch, M, K)).astype(np.int8),
+                rs.randint(-128, 128, (*batch, K, N)).astype(np.int8))
+    x = rs.normal(0, 1, (*batch, M, K)).astype(NUMPY[dtype])
+    y = rs.normal(0, 1, (*batch, K, N)).astype(NUMPY[dtype])
     x *= 0.1
     y *= 0.1
     if NUMPY[dtype] is np.float32 and dtype != "fp32":  # bf16, fp8: rounded to the dtype
@@ -83,17 +87,58 @@ def check_shape(variant, M: int, N: int, K: int, dtype: str) -> bool:
     """One fixed-grid test: raises AssertionError on a wrong result (or whatever the launch raises).
     Returns False, without launching, for operands the variant's launcher refuses (as test_dot skips
     what a backend does not support: tensor descriptors need 16-byte strides, N=2 fp16 has 4)."""
-    x, y = operands(M, N, K, dtype)
+    op = variant.operation
+    batch = (BATCH,) if op.batched else ()
+    x, y = operands(M, op.n_columns(N), K, dtype, batch)
     a, b = torch.from_numpy(x).to(TORCH[dtype]), torch.from_numpy(y).to(TORCH[dtype])
-    c = torch.zeros((M, N), dtype=OUT.get(dtype, TORCH[dtype]))
+    out = OUT.get(dtype, TORCH[dtype])
+    c = torch.zeros((*batch, M, N), dtype=out)
+    extras = epilogue_operands(op, batch, M, N, out)
     try:
-        launcher_checks.check(variant, a, b, c)
+        launcher_checks.check(variant, a, b, c, extras)
     except (TypeError, ValueError):
         return False
-    variant.launch(a, b, c)
+    variant.launch(a, b, c, **{op.keywords()[name]: value for name, value in extras.items()})
     expected = np.matmul(x.astype(np.int64), y.astype(np.int64)) if dtype == "int8" else np.matmul(x, y)
+    if op.has_epilogue:
+        expected = _epilogue(op, expected.astype(np.float64), extras)
+        if "pre" in extras:
+            np.testing.assert_allclose(expected["pre"], extras["pre"].float().numpy(), rtol=RTOL, atol=ATOL[dtype])
+        expected = expected["C"]
     np.testing.assert_allclose(expected, c.float().numpy(), rtol=RTOL, atol=ATOL[dtype])
     return True
+
+
+BATCH = 2  # a batched kernel's problems: two, packed
+
+
+def epilogue_operands(op, batch: tuple, M: int, N: int, out: torch.dtype) -> dict:
+    """The extras as a conventional test passes them: bias, C_in and residual normal x 0.1 from
+    RandomState(18), contiguous; alpha and beta 1 (torch.addmm's defaults); `pre` zeroed."""
+    rs = np.random.RandomState(18)
+    normal = (lambda *shape: torch.from_numpy(rs.normal(0, 0.1, shape)).to(op.bias_dtype or out))
+    made = {"bias": lambda: normal(N if op.bias == "n" else M), "c_in": lambda: normal(*batch, M, N).to(out),
+            "residual": lambda: normal(*batch, M, N).to(out), "alpha": lambda: 1.0, "beta": lambda: 1.0,
+            "pre": lambda: torch.zeros((*batch, M, op.n_columns(N)), dtype=out)}
+    return {name: made[name]() for name in op.extras()}
+
+
+def _epilogue(op, product: np.ndarray, extras: dict) -> dict:
+    """The operation on the float64 product, as a conventional test writes it with torch's functions."""
+    values = {k: v.double().numpy() if isinstance(v, torch.Tensor) else v for k, v in extras.items()}
+    if op.gated:
+        n = product.shape[-1] // 2
+        gate, up = ((product[..., :n], product[..., n:]) if op.gated == "concat"
+                    else (product[..., 0::2], product[..., 1::2]))
+        return {"C": epilogue.apply(op.activation, gate, op.slope) * up, "pre": product}
+    y = product * values.get("alpha", 1.0)
+    if op.has_c_in:
+        y = y + values["beta"] * values["c_in"]
+    if op.bias:
+        bias = values["bias"] * (values["beta"] if op.beta and op.beta_scales == "bias" else 1.0)
+        y = y + (bias[None, :] if op.bias == "n" else bias[:, None])
+    c = epilogue.apply(op.activation, y, op.slope)
+    return {"C": c + values["residual"] if op.residual else c, "pre": y}
 
 
 def dtypes_of(variant) -> list[str]:

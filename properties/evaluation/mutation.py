@@ -79,7 +79,7 @@ def failure(variant, case: GemmCase, backend: backends.Backend) -> GemmFailure |
 def strategy(mutant, backend: backends.Backend):
     """The strategy the property tests draw from for this mutant's dtype on this backend."""
     return strategies.gemm_cases(mutant.variant, mutant.dtype, device_type=backend.device.type,
-                                 max_dim=backend.max_dim)
+                                 max_dim=backend.max_dim, big_batches=True)
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,8 @@ def measure(mutant, dtype: str, draws: int, backend: backends.Backend | None = N
     with Runner(RunSettings(backend=backend.name), backend) as runner:
         @settings(max_examples=draws, derandomize=True, database=None, phases=[Phase.generate], deadline=None,
                   suppress_health_check=list(HealthCheck))
-        @given(case=strategies.gemm_cases(variant, source, device_type=backend.device.type, max_dim=backend.max_dim))
+        @given(case=strategies.gemm_cases(variant, source, device_type=backend.device.type,
+                                                   max_dim=backend.max_dim, big_batches=True))
         def draw(case):
             counts["draws"] += 1
             counts["caught"] += fails(runner, mutant.variant, case)

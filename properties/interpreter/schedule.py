@@ -38,6 +38,7 @@ memory operation costs one extra test.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import os
@@ -49,7 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gemm_fuzz.properties.interpreter.operands import Operand
-from gemm_fuzz.properties.judge.failures import GemmFailure
+from gemm_fuzz.properties.judge.failures import GemmFailure, GridTooLarge
 
 
 class ConcurrencyError(GemmFailure):
@@ -425,6 +426,7 @@ class _State:
         self.observers: list = []
         self.run: _Run | None = None  # the launch whose programs are running as tasks
         self.inside: bool = False  # an atomic load or store runs through the masked load or store
+        self.grid_only: int = 0  # open grid_only() blocks: launches check their grid and run no program
 
 
 _state = _State()
@@ -454,6 +456,33 @@ def _run_programs(fn, args: dict, grid: tuple[int, int, int], host: dict) -> Non
             context.runs.append(run.record())
 
 
+# the most programs a CUDA grid takes along axes 0, 1 and 2 (compute capability 3.0 and later)
+GRID_LIMITS = (2**31 - 1, 65535, 65535)
+
+
+def _check_grid(grid: tuple[int, int, int]) -> None:
+    """A grid CUDA would refuse fails here too: the interpreter runs any grid, a GPU does not."""
+    for axis, (count, limit) in enumerate(zip(grid, GRID_LIMITS)):
+        if count > limit:
+            raise GridTooLarge(
+                f"the launch's grid {tuple(grid)} has {count} programs along axis {axis}; CUDA allows at most {limit} "
+                "there, so this launch fails on every NVIDIA GPU (a batch on grid axis 1 or 2 stops at 65535 "
+                "problems: put it on axis 0, or loop over it in the kernel)", grid=list(grid), axis=axis,
+                limit=limit)
+
+
+@contextlib.contextmanager
+def grid_only():
+    """Launches inside check their grid against CUDA's limits and run no program: how the interpreter
+    takes a problem too large to run program by program (a batch past 65535 problems)."""
+    install()
+    _state.grid_only += 1
+    try:
+        yield
+    finally:
+        _state.grid_only -= 1
+
+
 def _grid_call(self, *args_dev, **kwargs):
     """GridExecutor.__call__ of Triton 3.6 and 3.9, its grid loop replaced by _run_programs."""
     import triton
@@ -470,11 +499,15 @@ def _grid_call(self, *args_dev, **kwargs):
         args = {name: arg if name in self.constexprs else interp._implicit_cvt(arg) for name, arg in host.items()}
         grid = self.grid(args) if callable(self.grid) else self.grid
         assert len(grid) <= 3, "grid must have at most 3 dimensions"
-        grid = grid + (1,) * (3 - len(grid))
+        grid = tuple(grid) + (1,) * (3 - len(grid))
+        _check_grid(grid)
+        if _state.grid_only:
+            self._restore_args_dev(args_dev, args_hst, kwargs, kwargs_hst)
+            return
         interp.interpreter_builder.set_grid_dim(*grid)
         try:
             _run_programs(self.fn, args, grid, host)
-        except ConcurrencyError:
+        except (ConcurrencyError, GridTooLarge):
             raise
         except Exception as e:
             if triton.knobs.compilation.front_end_debugging:

@@ -45,8 +45,8 @@ def judge(runs: dict[str, Run], focus: str | None = None) -> None:
         differ = [q for q in majority if not agree[p, q]]
         anchor = max(differ or [q for q in names if q != p and not agree[p, q]], key=lambda q: support[q])
         side = "with the majority" if anchor in majority else "outside the majority too"
-        i, j = (int(v) for v in np.argwhere(~_agree(runs[anchor], runs[p]))[0])
-        lines.append(f"  {p}: C[{i}, {j}] = {runs[p].c[i, j]:.9g} where {anchor} ({side}) has "
-                     f"{runs[anchor].c[i, j]:.9g}")
+        at = tuple(int(v) for v in np.argwhere(~_agree(runs[anchor], runs[p]))[0])
+        lines.append(f"  {p}: C[{', '.join(map(str, at))}] = {runs[p].c[at]:.9g} where {anchor} ({side}) has "
+                     f"{runs[anchor].c[at]:.9g}")
     raise ValueOutOfBound(f"{len(outliers)} of {len(names)} variants differ from the majority "
                           f"({', '.join(majority)}):\n" + "\n".join(lines), outliers=outliers, majority=majority)

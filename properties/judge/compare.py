@@ -34,15 +34,23 @@ def accepted(got: np.ndarray, allow: Allowance) -> np.ndarray:
     return ok
 
 
-def _allowed_text(allow: Allowance, i: int, j: int) -> str:
+def _allowed_text(allow: Allowance, at: tuple[int, ...]) -> str:
     """What was acceptable at one element, in words."""
-    e = allow.expected[i, j]
-    if allow.exact[i, j]:
+    e = allow.expected[at]
+    if allow.exact[at]:
         return f"exactly {_fmt(e)}"
-    options = [f"{_fmt(e)} +- {_fmt(allow.bound[i, j])}"] if np.isfinite(e) else [_fmt(e)]
+    options = [f"{_fmt(e)} +- {_fmt(allow.bound[at])}"] if np.isfinite(e) else [_fmt(e)]
     options += [name for name, mask in (("+Inf", allow.pos_inf), ("-Inf", allow.neg_inf), ("NaN", allow.nan))
-                if mask[i, j] and name.lower().lstrip("+") != str(e).lower().lstrip("+")]
+                if mask[at] and name.lower().lstrip("+") != str(e).lower().lstrip("+")]
     return " or ".join(options)
+
+
+def _at(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(int(i) for i in np.unravel_index(flat, shape))
+
+
+def _name(name: str, at: tuple[int, ...]) -> str:
+    return f"{name}[{', '.join(map(str, at))}]"
 
 
 @phases.timed("oracles")
@@ -61,24 +69,24 @@ def values(got: np.ndarray, allow: Allowance, *, against: str = "the float64 ref
     exact_bad = bad & allow.exact
     count, total = int(bad.sum()), bad.size
     if exact_bad.any():  # the sharper verdict: the largest difference where bit-exactness is due
-        i, j = np.unravel_index(int(np.argmax(np.where(exact_bad, np.nan_to_num(err, nan=np.inf), -1.0))), bad.shape)
-        i, j = int(i), int(j)
-        g, e = got[i, j], allow.expected[i, j]
+        at = _at(int(np.argmax(np.where(exact_bad, np.nan_to_num(err, nan=np.inf), -1.0))), bad.shape)
+        g, e = got[at], allow.expected[at]
         raise NotBitExact(
-            f"{name}[{i}, {j}] = {_fmt(g)} where {against} is exactly {_fmt(e)}; {count} of {total} elements are "
+            f"{_name(name, at)} = {_fmt(g)} where {against} is exactly {_fmt(e)}; {count} of {total} elements are "
             f"wrong, {int(exact_bad.sum())} of them where the arithmetic is exact and every correct kernel is "
-            "bit-exact", index=(i, j), got=float(g), expected=float(e), count=count, total=total, against=against)
+            "bit-exact", index=at, got=float(g), expected=float(e), count=count, total=total, against=against,
+            operand=name)
     finite_bad = bad & np.isfinite(err)
     if finite_bad.any():  # the worst finite violation first, else the first non-finite one
-        i, j = np.unravel_index(int(np.argmax(np.where(finite_bad, ratio, -1.0))), bad.shape)
+        at = _at(int(np.argmax(np.where(finite_bad, ratio, -1.0))), bad.shape)
     else:
-        i, j = np.argwhere(bad)[0]
-    i, j = int(i), int(j)
-    g, e = got[i, j], allow.expected[i, j]
-    fields = dict(index=(i, j), got=float(g), expected=float(e), count=count, total=total, against=against)
+        at = tuple(int(i) for i in np.argwhere(bad)[0])
+    g, e = got[at], allow.expected[at]
+    fields = dict(index=at, got=float(g), expected=float(e), count=count, total=total, against=against,
+                  operand=name)
     if np.isfinite(g) and np.isfinite(e):
-        detail = f"error {_fmt(err[i, j])} = {ratio[i, j]:.3g} x the bound"
-        fields.update(bound=float(allow.bound[i, j]), ratio=float(ratio[i, j]))
+        detail = f"error {_fmt(err[at])} = {ratio[at]:.3g} x the bound"
+        fields.update(bound=float(allow.bound[at]), ratio=float(ratio[at]))
     elif not np.isfinite(g) and np.isfinite(e):
         detail = ("a non-finite value where a finite one is due: a read of poisoned memory (NaN surrounds A "
                   "and B), or an overflow no order of summation produces")
@@ -87,5 +95,5 @@ def values(got: np.ndarray, allow: Allowance, *, against: str = "the float64 ref
     else:
         detail = "not the non-finite value every correct kernel produces here"
     raise ValueOutOfBound(
-        f"{name}[{i}, {j}] = {_fmt(g)} where {against} is {_fmt(e)}; allowed: {_allowed_text(allow, i, j)} "
+        f"{_name(name, at)} = {_fmt(g)} where {against} is {_fmt(e)}; allowed: {_allowed_text(allow, at)} "
         f"({detail}); {count} of {total} elements are outside what is allowed", **fields)

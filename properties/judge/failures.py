@@ -115,6 +115,13 @@ class OutOfBoundsAccess(GemmFailure):
     kind = "out-of-bounds access"
 
 
+class GridTooLarge(GemmFailure):
+    """A launch whose grid has more programs along an axis than CUDA allows: it fails on every NVIDIA GPU
+    (seen in the interpreter, before any program runs)."""
+
+    kind = "grid past CUDA's limits"
+
+
 class MemcheckError(OutOfBoundsAccess):
     """compute-sanitizer's memcheck reported an invalid access (GPU)."""
 

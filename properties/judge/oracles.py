@@ -18,27 +18,27 @@ from gemm_fuzz.properties import phases
 from gemm_fuzz.properties.judge import compare
 from gemm_fuzz.properties.judge.failures import InputModified, NotWritten, ValueOutOfBound, WriteOutsideC
 from gemm_fuzz.properties.model.cases import Guarded, Operands, raw, signed, unwritten_bits
-from gemm_fuzz.reference import bounds, numpy_ref, torch_ref
-from gemm_fuzz.reference.formats import by_name
+from gemm_fuzz.reference import bounds, epilogue, numpy_ref, torch_ref
+from gemm_fuzz.reference.formats import by_name, name_of
 from gemm_fuzz.reference.numpy_ref import to_float64
 
 
-def _where(mask: np.ndarray) -> tuple[int, int]:
-    i, j = np.argwhere(mask)[0]
-    return int(i), int(j)
+def _where(mask: np.ndarray) -> tuple[int, ...]:
+    return tuple(int(i) for i in np.argwhere(mask)[0])
 
 
 @phases.timed("oracles")
-def all_written(c: torch.Tensor, reference: np.ndarray, unwritten: int) -> None:
-    """No element of C still holds the pre-fill bit pattern (a NaN whose payload no arithmetic makes)."""
+def all_written(c: torch.Tensor, reference: np.ndarray, unwritten: int, name: str = "C") -> None:
+    """No element of an output still holds the pre-fill bit pattern (a NaN whose payload no arithmetic makes)."""
     left = raw(c) == signed(unwritten, c.element_size())  # compared where C lives
     if left.any():
         left = left.cpu().numpy()
-        i, j = _where(left)
+        at = _where(left)
         raise NotWritten(
-            f"C[{i}, {j}] still holds its pre-fill (bits {unwritten:#x}): the kernel never wrote it, or computed it "
-            f"from C's own unwritten contents ({int(left.sum())} of {left.size} elements; the reference there is "
-            f"{reference[i, j]:.9g})", index=(i, j), count=int(left.sum()), total=left.size)
+            f"{name}[{', '.join(map(str, at))}] still holds its pre-fill (bits {unwritten:#x}): the kernel never wrote "
+            f"it, or computed it from {name}'s own unwritten contents ({int(left.sum())} of {left.size} elements; the "
+            f"reference there is {reference[at]:.9g})", index=at, count=int(left.sum()), total=left.size,
+            operand=name)
 
 
 def _position(g: Guarded, index: int) -> str:
@@ -52,22 +52,24 @@ def _position(g: Guarded, index: int) -> str:
     return f"inside {g.name}'s padding, {index - first} elements from its first element"
 
 
-def _coordinates(g: Guarded, index: int) -> tuple[int, int]:
-    """The (row, column) of the view's element stored at a buffer index (the first, if aliased)."""
-    (rows, cols), (s0, s1) = g.view.shape, g.view.stride()
-    grid = g.view.storage_offset() + np.arange(rows)[:, None] * s0 + np.arange(cols)[None, :] * s1
+def _coordinates(g: Guarded, index: int) -> tuple[int, ...]:
+    """The coordinates of the view's element stored at a buffer index (the first, if aliased)."""
+    grid = np.full((), g.view.storage_offset(), dtype=np.int64)
+    for n, stride in zip(g.view.shape, g.view.stride()):
+        grid = grid[..., None] + np.arange(n, dtype=np.int64) * stride
     return _where(grid == index)
 
 
 def canaries_intact(c: Guarded) -> None:
-    """Nothing outside C's elements changed: not the guard bands, not C's padding."""
+    """Nothing outside an output's elements changed: not the guard bands, not its padding."""
     changed = c.changed()
     outside = changed[~c.elements[changed]]
     if outside.size:
         first = int(outside[0])
         raise WriteOutsideC(
-            f"a write outside C: buffer offset {first} changed ({_position(c, first)}); "
-            f"{outside.size} element(s) outside C were overwritten", offset=first, count=int(outside.size))
+            f"a write outside {c.name}: buffer offset {first} changed ({_position(c, first)}); "
+            f"{outside.size} element(s) outside {c.name} were overwritten", offset=first, count=int(outside.size),
+            operand=c.name)
 
 
 def input_unchanged(g: Guarded) -> None:
@@ -83,10 +85,12 @@ def input_unchanged(g: Guarded) -> None:
 
 @phases.timed("oracles")
 def memory(ops: Operands) -> None:
-    """The memory oracles, in the order their findings are most telling."""
-    canaries_intact(ops.c)
-    input_unchanged(ops.a)
-    input_unchanged(ops.b)
+    """The memory oracles, in the order their findings are most telling: nothing written outside an
+    output, nothing written into an input (A, B, then the extras)."""
+    for g in ops.outputs():
+        canaries_intact(g)
+    for g in ops.inputs():
+        input_unchanged(g)
 
 
 @dataclass(frozen=True)
@@ -116,13 +120,16 @@ def output_partials(variant, dtype: str, config, device_type: str) -> int:
 
 def against_reference(ops: Operands, precision: str, product: numpy_ref.Product | None = None,
                       partials: int = 0) -> Verdict:
-    """Every oracle on a finished launch: memory, all written, and C against the float64 product."""
+    """Every oracle on a finished launch: memory, all written, and C (and a second output) against the
+    float64 reference of the operation."""
     case = ops.case
     memory(ops)
     if product is None:
         with phases.timed("reference"):
             product = numpy_ref.product(ops.a.view, ops.b.view)
     out = by_name(case.out_dtype)
+    if ops.operation.has_epilogue:
+        return _epilogue_verdict(ops, precision, product, partials)
     all_written(ops.c.view, product.value, unwritten_bits(out))
     allow = reference_allowance(product, case.K, case.dtype, precision, case.out_dtype, partials)
     with phases.timed("oracles"):
@@ -135,6 +142,40 @@ def against_reference(ops: Operands, precision: str, product: numpy_ref.Product 
                           "input_precision for fp32); pass input_precision='ieee', or declare precision 'tf32'")
             e.args = (e.message,)
         raise
+    return Verdict(bool(allow.exact.all()), ratio, allow, got)
+
+
+@phases.timed("reference")
+def allowances(ops: Operands, precision: str, product: numpy_ref.Product, partials: int = 0) -> dict:
+    """What a correct kernel may store in each output ("C", and "pre" where the operation has it)."""
+    dtype, out = name_of(ops.a.view.dtype), by_name(name_of(ops.c.view.dtype))
+    k = ops.a.view.shape[-1]
+    arith = bounds.arithmetic(dtype, precision, partials)
+    if not ops.operation.has_epilogue:
+        return {"C": bounds.allowance(product, k, arith, out)}
+    values = {name: to_float64(g.view) for name, g in ops.extras.items() if name != "pre"}
+    return epilogue.allowances(product, k, arith, ops.operation, values, ops.scalars, out)
+
+
+def epilogue_outputs(ops: Operands, precision: str, product: numpy_ref.Product, partials: int = 0) -> dict:
+    """An epilogue's outputs all written and within what a correct kernel may store: their allowances
+    and values (float64) by name; raises the first finding. C's values are left to the caller to judge
+    (against the reference, or against another run)."""
+    allow = allowances(ops, precision, product, partials)
+    unwritten = unwritten_bits(by_name(name_of(ops.c.view.dtype)))
+    outputs = {"C": ops.c, **({"pre": ops.extras["pre"]} if "pre" in ops.extras else {})}
+    for name, g in outputs.items():
+        all_written(g.view, allow[name].reference, unwritten, name)
+    with phases.timed("oracles"):
+        got = {name: to_float64(g.view) for name, g in outputs.items()}
+    if "pre" in got:
+        compare.values(got["pre"], allow["pre"], name="pre")
+    return {name: (allow[name], got[name]) for name in outputs}
+
+
+def _epilogue_verdict(ops: Operands, precision: str, product: numpy_ref.Product, partials: int) -> Verdict:
+    allow, got = epilogue_outputs(ops, precision, product, partials)["C"]
+    ratio = compare.values(got, allow)
     return Verdict(bool(allow.exact.all()), ratio, allow, got)
 
 

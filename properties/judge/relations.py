@@ -24,9 +24,18 @@ import torch
 from gemm_fuzz.kernels.registry import Variant
 from gemm_fuzz.properties import phases
 from gemm_fuzz.properties.judge import compare, oracles
-from gemm_fuzz.properties.model.cases import GemmCase, Layout, Operands, guarded_input, guarded_output, unwritten_bits
+from gemm_fuzz.properties.model.cases import (
+    Epilogue,
+    GemmCase,
+    Layout,
+    Operands,
+    Vector,
+    guarded_input,
+    guarded_output,
+    unwritten_bits,
+)
 from gemm_fuzz.reference import bounds, numpy_ref
-from gemm_fuzz.reference.formats import Format, by_name
+from gemm_fuzz.reference.formats import Format, by_name, name_of
 
 Launch = Callable[[Variant, Operands], None]
 
@@ -75,33 +84,71 @@ def flipped(layout: Layout) -> Layout:
     return Layout(order, layout.pad, layout.step, layout.offset, broadcast)
 
 
+@dataclass(frozen=True)
+class Extras:
+    """What a problem of an epilogue operation has besides A and B: its inputs' values (float64) and
+    where every extra sits (bias, c_in, residual, and pre, the second output), and its scalars."""
+
+    values: dict[str, np.ndarray]
+    layouts: dict[str, Layout | Vector]
+    scalars: dict[str, float]
+
+    @classmethod
+    def of(cls, ops: Operands) -> Extras | None:
+        """The extras of a launched problem, as they are (None for C = A @ B)."""
+        if not ops.operation.has_epilogue:
+            return None
+        epilogue = ops.case.epilogue or Epilogue() if ops.case is not None else Epilogue()
+        layouts = {"bias": epilogue.bias, "c_in": epilogue.c_in, "residual": epilogue.residual, "pre": epilogue.pre}
+        values = {name: numpy_ref.to_float64(g.view) for name, g in ops.extras.items() if name != "pre"}
+        return cls(values, layouts, dict(ops.scalars))
+
+    def replace(self, values: dict | None = None, layouts: dict | None = None, scalars: dict | None = None) -> Extras:
+        return Extras({**self.values, **(values or {})}, {**self.layouts, **(layouts or {})},
+                      {**self.scalars, **(scalars or {})})
+
+
 def solve(variant: Variant, launch: Launch, a: np.ndarray, b: np.ndarray,
-          layouts: tuple[Layout, Layout, Layout], fin: Format, fout: Format, device, config=()) -> Run:
-    """Launch `variant` on inputs with these values and layouts under the memory oracles (`config`:
-    the configuration `launch` runs, for the bound)."""
-    shapes = (a.shape, b.shape, (a.shape[0], b.shape[1]))
+          layouts: tuple[Layout, Layout, Layout], fin: Format, fout: Format, device, config=(),
+          extras: Extras | None = None) -> Run:
+    """Launch `variant` on inputs with these values and layouts (and an epilogue's `extras`; batched
+    operands are 3-D) under the memory oracles (`config`: the configuration `launch` runs, for the
+    bound); a second output is judged against its reference here."""
+    op = variant.operation
+    shapes = (a.shape, b.shape, (*a.shape[:-1], b.shape[-1] // (2 if op.gated else 1)))
     la, lb, lc = (_aligned(variant, lay, shape, fmt) for lay, shape, fmt in zip(layouts, shapes, (fin, fin, fout)))
     ga = guarded_input("A", la, fin, a, device)
     gb = guarded_input("B", lb, fin, b, device)
     gc = guarded_output("C", shapes[2], lc, fout, device)
-    ops = Operands(None, ga, gb, gc)
+    guarded = {}
+    if extras is not None:
+        for name, values in extras.values.items():
+            fmt = by_name(name_of(op.bias_dtype)) if name == "bias" and op.bias_dtype else fout
+            guarded[name] = guarded_input({"c_in": "C_in"}.get(name, name), extras.layouts[name], fmt, values, device)
+        if op.pre_activation:
+            guarded["pre"] = guarded_output("pre", (*a.shape[:-1], b.shape[-1]), extras.layouts["pre"], fout, device)
+    ops = Operands(None, ga, gb, gc, guarded, dict(extras.scalars) if extras else {}, op)
     launch(variant, ops)
     oracles.memory(ops)
     with phases.timed("reference"):
         product = numpy_ref.product(ga.view, gb.view)
+    partials = oracles.output_partials(variant, fin.name, config, torch.device(device).type)
+    if op.has_epilogue:
+        allow, got = oracles.epilogue_outputs(ops, variant.precision, product, partials)["C"]
+        return Run(got, allow)
     oracles.all_written(gc.view, product.value, unwritten_bits(fout))
-    allow = oracles.reference_allowance(product, a.shape[1], fin.name, variant.precision, fout.name,
-                                        oracles.output_partials(variant, fin.name, config, torch.device(device).type))
+    allow = oracles.reference_allowance(product, a.shape[-1], fin.name, variant.precision, fout.name, partials)
     return Run(numpy_ref.to_float64(gc.view), allow)
 
 
-def _aligned(variant: Variant, layout: Layout, shape: tuple[int, int], fmt: Format) -> Layout:
+def _aligned(variant: Variant, layout: Layout, shape: tuple[int, ...], fmt: Format) -> Layout:
     """`layout` with its padding redone for a new shape, when the variant needs aligned leading strides."""
     align = variant.requirements.stride_alignment
     if not align:
         return layout
     unit = max(1, align // fmt.dtype.itemsize)
-    lead = max(shape[1], 1) if layout.order == "row" else max(shape[0], 1)
+    rows, cols = shape[-2:]
+    lead = max(cols, 1) if layout.order == "row" else max(rows, 1)
     return replace(layout, pad=(-lead * layout.step) % unit)
 
 

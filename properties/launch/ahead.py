@@ -84,9 +84,9 @@ def compile_ahead(variant, cases, backend) -> int:
         return 0
     with _warm_launches():
         for case in fresh:
-            ops = materialize(replace(case, profile="ones", specials=False), backend.device)
+            ops = materialize(replace(case, profile="ones", specials=False), backend.device, variant.operation)
             try:
-                variant.launch(ops.a.view, ops.b.view, ops.c.view, config=dict(case.config) or None)
+                variant.launch(ops.a.view, ops.b.view, ops.c.view, config=dict(case.config) or None, **ops.keywords())
             except Exception:  # noqa: BLE001  the example itself reports what the launcher raises
                 pass
     return len(fresh)

@@ -38,13 +38,14 @@ def launch(variant: Variant, ops: Operands, backend: backends.Backend, config=()
     the interpreter every memory access is bounds-checked before it happens. Whatever the launch raises
     besides an oracle's verdict becomes a typed failure."""
     chosen = dict(config) or None
+    extras = ops.keywords()
     try:
         if backend.interpreted:
             with phases.launching(), sanitizer.bounds_checked():
-                variant.launch(ops.a.view, ops.b.view, ops.c.view, config=chosen)
+                variant.launch(ops.a.view, ops.b.view, ops.c.view, config=chosen, **extras)
         else:
             with phases.launching():
-                variant.launch(ops.a.view, ops.b.view, ops.c.view, config=chosen)
+                variant.launch(ops.a.view, ops.b.view, ops.c.view, config=chosen, **extras)
                 torch.cuda.synchronize()
     except GemmFailure:
         raise
@@ -56,7 +57,7 @@ def launch(variant: Variant, ops: Operands, backend: backends.Backend, config=()
             failure.message += f" (on {backend.device_name})"
             failure.args = (failure.message,)
         if isinstance(failure, LauncherRefused):  # name the case's features and what would exclude them
-            failure.message += preconditions.hint(variant, ops.a.view, ops.b.view, ops.c.view)
+            failure.message += preconditions.hint(variant, ops.a.view, ops.b.view, ops.c.view, extras)
             failure.args = (failure.message,)
         raise failure from error
 
@@ -118,7 +119,7 @@ def classify(error: BaseException, backend: str) -> GemmFailure:
 def accepts(variant: Variant, ops: Operands) -> bool:
     """Does the variant's launcher take these operands (dtypes, layouts, alignment)?"""
     try:
-        operands.check(variant, ops.a.view, ops.b.view, ops.c.view)
+        operands.check(variant, ops.a.view, ops.b.view, ops.c.view, ops.keywords())
     except (TypeError, ValueError):
         return False
     return True

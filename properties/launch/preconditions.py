@@ -19,8 +19,12 @@ def _dtype(d: torch.dtype) -> str:
 
 
 def layout(name: str, t: torch.Tensor) -> str:
-    """How a non-contiguous 2-D operand departs from row-major, in words."""
-    s0, s1 = t.stride()
+    """How a non-contiguous operand departs from row-major, in words."""
+    if t.dim() == 1:
+        return f"{name} with stride {t.stride(0)}"
+    if t.dim() == 3 and t[0].is_contiguous():
+        return f"{name} with batch stride {t.stride(0)} (strides {t.stride()})"
+    s0, s1 = t.stride()[-2:]
     if 0 in (s0, s1):
         return f"{name} broadcast (strides {(s0, s1)}: a zero stride)"
     if 1 not in (s0, s1):
@@ -30,18 +34,18 @@ def layout(name: str, t: torch.Tensor) -> str:
     return f"{name} with a padded leading dimension (strides {(s0, s1)} for {t.shape[1]} columns)"
 
 
-def hint(variant: Variant, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> str:
+def hint(variant: Variant, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, extras: dict | None = None) -> str:
     """' on <features>; if that is a precondition, declare <declaration>' ('' when nothing stands out)."""
     req = variant.requirements
-    operands = {"a": a, "b": b, "c": c}
+    operands = {"a": a, "b": b, "c": c, **{k: v for k, v in (extras or {}).items() if isinstance(v, torch.Tensor)}}
     strided = [n for n, t in operands.items() if t.numel() > 1 and not t.is_contiguous() and n not in req.contiguous]
     if strided:
-        features = " and ".join(layout(n.upper(), operands[n]) for n in strided)
+        features = " and ".join(layout(n.upper() if len(n) == 1 else n, operands[n]) for n in strided)
         contiguous = tuple(sorted(set(req.contiguous) | set(strided)))
         return f" on {features}; if that is a precondition, declare requires=Requirements(contiguous={contiguous!r})"
     misaligned = [n for n, t in operands.items() if t.numel() and t.data_ptr() % _ALIGNMENT]
     if misaligned and not req.stride_alignment:
-        features = " and ".join(f"{n.upper()} at a data pointer not {_ALIGNMENT}-byte aligned "
+        features = " and ".join(f"{n.upper() if len(n) == 1 else n} at a data pointer not {_ALIGNMENT}-byte aligned "
                                 f"(storage offset {operands[n].storage_offset()})" for n in misaligned)
         return (f" on {features}; if that is a precondition, declare "
                 f"requires=Requirements(stride_alignment={_ALIGNMENT})")
@@ -67,8 +71,8 @@ def refusal(variant: Variant, case, device: torch.device) -> str | None:
         return f"it declares no C of {_dtype(out)} for {_dtype(dtype)} inputs"
     try:
         variant.config(device.type, dtype, dict(case.config) or None)
-        ops = materialize(case, device)
-        operands.check(variant, ops.a.view, ops.b.view, ops.c.view)
+        ops = materialize(case, device, variant.operation)
+        operands.check(variant, ops.a.view, ops.b.view, ops.c.view, ops.keywords())
     except (TypeError, ValueError) as e:
         return str(e)
     return None

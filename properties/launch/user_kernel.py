@@ -1,9 +1,11 @@
 """Bring your own kernel: load `PATH.py:FUNC` (or `module:FUNC`) as a Variant the whole suite tests.
 
 FUNC(a, b, c) writes a @ b into the preallocated c (a is M x K, b is K x N, c is M x N, any strides, on
-the backend's device, c of an output dtype the contract accepts for the inputs). What FUNC takes,
-computes and needs is its contract (`kernels.contract`, a decorator on FUNC): dtypes and output
-dtypes, precision, blocks, configurations, preconditions, split-K into C, determinism, signature.
+the backend's device, c of an output dtype the contract accepts for the inputs). A contract that
+declares an operation (kernels/operation.py: an epilogue, a batch) has FUNC take its extras by
+keyword. What FUNC takes, computes and needs is its contract (`kernels.contract`, a decorator on
+FUNC): dtypes and output dtypes, precision, blocks, configurations, preconditions, split-K into C,
+determinism, signature, operation.
 An `@triton.autotune`d kernel that FUNC launches brings its own configuration space: each example
 runs one configuration of its list, pinned, untimed (`kernels.autotuning.pinned`).
 
@@ -200,29 +202,34 @@ def load(spec: str, signature: str | None = None) -> Variant:
     configs, tuner_keys = _space(tuner, declared.blocks) if tuner is not None else (declared.configs, set())
     leetgpu = declared.signature == "leetgpu"
     arguments = range(6 if leetgpu else 3)
-    keywords = {"config": None} if declared.configs else {}
+    names = declared.operation.keywords()  # the extras, by the keywords FUNC takes them as
+    keywords = {**{k: None for k in names.values()}, **({"config": None} if declared.configs else {})}
     try:
         inspect.signature(fn).bind(*arguments, **keywords)
     except TypeError:
         expected = "solve(a, b, c, M, N, K)" if leetgpu else "FUNC(a, b, c)"
-        if keywords:
+        if names:  # the extras by keyword
+            expected = expected[:-1] + ", *, " + ", ".join(keywords) + ")"
+        elif keywords:
             expected = expected[:-1] + ", config)"
         raise KernelSpecError(
             f"{spec!r}: {func}{inspect.signature(fn)} cannot be called as {expected} (the "
-            f"{declared.signature} signature" + (", with declared configs" if keywords else "") + ")"
+            f"{declared.signature} signature" + (", with declared configs" if declared.configs else "")
+            + (f", computing {declared.operation.describe()}" if names else "") + ")"
         ) from None
 
-    def launch(a, b, c, config=None):
-        M, N, K = operands.check(variant, a, b, c)
+    def launch(a, b, c, config=None, **extras):
+        M, N, K = operands.check(variant, a, b, c, extras)
         chosen = variant.config(a.device.type, a.dtype, config)
         args = (a, b, c, M, K, N) if leetgpu else (a, b, c)  # LeetGPU: A is M x N, B is N x K, C is M x K
+        given = {names[e]: v for e, v in extras.items()}
         if tuner is not None:
             with autotuning.pinned(tuner, {k: v for k, v in chosen.items() if k in tuner_keys}):
-                fn(*args)
+                fn(*args, **given)
         elif declared.configs:
-            fn(*args, config=chosen)
+            fn(*args, config=chosen, **given)
         else:
-            fn(*args)
+            fn(*args, **given)
 
     described = f"{declared.signature} signature" + (f", autotuned over {len(configs)} configurations"
                                                      if tuner is not None else "")

@@ -12,16 +12,18 @@ Each buffer is snapshotted before the launch so the oracles can compare byte for
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
 import torch
 
+from gemm_fuzz.kernels.operation import PLAIN, Operation
 from gemm_fuzz.properties import phases
 from gemm_fuzz.properties.model import profiles
 from gemm_fuzz.reference import bounds
-from gemm_fuzz.reference.formats import Format, by_name
+from gemm_fuzz.reference.formats import Format, by_name, name_of
 
 GUARD = 64  # elements of guard band before and after every operand
 
@@ -34,13 +36,18 @@ class Layout:
     pad: int = 0  # extra elements in the leading dimension (lda = minimal + pad)
     step: int = 1  # distance between adjacent elements of the inner dimension (2: every other one)
     offset: int = 0  # extra storage offset in elements (misaligns the data pointer when odd)
-    broadcast: str = ""  # "rows": every row aliases row 0 (stride 0); "cols": every column aliases column 0
+    # "rows": every row aliases row 0 (stride 0); "cols": every column aliases column 0; "batch": every
+    # problem of a batch aliases the first (batch stride 0)
+    broadcast: str = ""
+    # batched: elements between the end of one problem and the start of the next (negative: consecutive
+    # problems overlap in memory, inputs only)
+    batch_gap: int = 0
 
     def __post_init__(self):
         if self.order not in ("row", "col"):
             raise ValueError(f"layout order must be 'row' or 'col', got {self.order!r}")
-        if self.broadcast not in ("", "rows", "cols"):
-            raise ValueError(f"layout broadcast must be '', 'rows' or 'cols', got {self.broadcast!r}")
+        if self.broadcast not in ("", "rows", "cols", "batch"):
+            raise ValueError(f"layout broadcast must be '', 'rows', 'cols' or 'batch', got {self.broadcast!r}")
         if self.pad < 0 or self.step < 1 or self.offset < 0:
             raise ValueError(f"layout needs pad >= 0, step >= 1, offset >= 0; got {self}")
 
@@ -55,6 +62,15 @@ class Layout:
             s1 = 0
         return s0, s1
 
+    def batch_stride(self, rows: int, cols: int) -> int:
+        """The distance between consecutive problems of a batch: past one problem's span by `batch_gap`
+        (at least one element), or 0 for a broadcast one."""
+        if self.broadcast == "batch":
+            return 0
+        s0, s1 = self.strides(rows, cols)
+        span = (rows - 1) * s0 + (cols - 1) * s1 if rows and cols else 0
+        return max(1, span + 1 + self.batch_gap)
+
     def describe(self) -> str:
         text = self.order
         if self.pad:
@@ -65,11 +81,74 @@ class Layout:
             text += f"@{self.offset}"
         if self.broadcast:
             text += f"|bcast-{self.broadcast}"
+        if self.batch_gap:
+            text += f"|gap{self.batch_gap}"
         return text
 
 
 ROW = Layout()
 COL = Layout("col")
+
+
+@dataclass(frozen=True)
+class Vector:
+    """How a bias sits in its buffer: its stride (0: one value for every element) and storage offset."""
+
+    stride: int = 1
+    offset: int = 0
+
+    def __post_init__(self):
+        if self.stride < 0 or self.offset < 0:
+            raise ValueError(f"a bias needs stride >= 0 and offset >= 0; got {self}")
+
+    def describe(self) -> str:
+        return f"stride{self.stride}" + (f"@{self.offset}" if self.offset else "")
+
+
+# the scalars the strategies draw for alpha and beta, simplest first
+SCALARS = (1.0, 0.0, -1.0, 2.0, 0.5, -0.75, 3.0, 0.1)
+
+
+@dataclass(frozen=True)
+class Epilogue:
+    """The values of a case's epilogue, for a variant whose operation has one (kernels/operation.py):
+    its scalars and where its extra operands sit. Which of them the launch uses is the operation's."""
+
+    alpha: float = 1.0
+    beta: float = 1.0
+    bias: Vector = field(default=Vector())
+    c_in: Layout = field(default=ROW)
+    residual: Layout = field(default=ROW)
+    pre: Layout = field(default=ROW)  # the second output
+    # the bias (or, without one, C_in) holds the activations' landmarks (profiles.LANDMARKS): 0, their
+    # saturation, where gelu's tanh approximation is furthest from erf's, near overflow
+    landmarks: bool = False
+
+    def __post_init__(self):
+        for name in ("alpha", "beta"):
+            if not math.isfinite(getattr(self, name)):
+                raise ValueError(f"epilogue {name} must be finite, got {getattr(self, name)}")
+        for name in ("pre",):
+            if getattr(self, name).broadcast or getattr(self, name).batch_gap < 0:
+                raise ValueError(f"the output {name} cannot be broadcast or overlap itself")
+
+    def describe(self) -> str:
+        """What departs from the plainest epilogue (alpha = beta = 1, plain extras), in words."""
+        parts = [f"{name}={getattr(self, name):g}" for name in ("alpha", "beta") if getattr(self, name) != 1.0]
+        if self.bias != Vector():
+            parts.append(f"bias:{self.bias.describe()}")
+        parts += [f"{name}:{getattr(self, name).describe()}" for name in ("c_in", "residual", "pre")
+                  if getattr(self, name) != ROW]
+        return " ".join(parts + (["landmarks"] if self.landmarks else []))
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Epilogue:
+        data = dict(data)
+        data["bias"] = Vector(**data["bias"]) if "bias" in data else Vector()
+        for name in ("c_in", "residual", "pre"):
+            if name in data:
+                data[name] = Layout(**data[name])
+        return cls(**data)
 
 
 @dataclass(frozen=True)
@@ -91,8 +170,19 @@ class GemmCase:
     # the variant's configuration (its registry's configuration space), as (key, value) pairs; () is
     # the default for the device and dtype
     config: tuple[tuple[str, object], ...] = ()
+    # batched: the number of problems (0: one 2-D problem); A is batch x M x K, and so on
+    batch: int = 0
+    epilogue: Epilogue | None = None  # for a variant whose operation has an epilogue; None: Epilogue()
 
     def __post_init__(self):
+        if self.epilogue == Epilogue():
+            object.__setattr__(self, "epilogue", None)  # one way to write the plainest epilogue
+        if self.batch < 0:
+            raise ValueError(f"batch must be >= 0 (0: one 2-D problem), got {self.batch}")
+        if not self.batch and any(lay.broadcast == "batch" or lay.batch_gap for lay in self.layouts()):
+            raise ValueError("a batch layout (broadcast over the batch, a gap between problems) needs batch >= 1")
+        if self.c.batch_gap < 0:
+            raise ValueError("C's problems cannot overlap in memory")
         if self.order < 0:
             raise ValueError(f"order must be >= 0 (0: program-id order), got {self.order}")
         if min(self.M, self.N, self.K) < 0:
@@ -106,6 +196,16 @@ class GemmCase:
             raise ValueError(f"value profile {self.profile!r} does not apply to {self.dtype} inputs; expected one of "
                              f"{', '.join(profiles.available(by_name(self.dtype)))}")
 
+    def layouts(self) -> list[Layout]:
+        """Every operand's layout: A, B, C, then the epilogue's matrices."""
+        extra = [self.epilogue.c_in, self.epilogue.residual, self.epilogue.pre] if self.epilogue else []
+        return [self.a, self.b, self.c, *extra]
+
+    @property
+    def problems(self) -> int:
+        """How many problems (1 for a 2-D case)."""
+        return max(self.batch, 1)
+
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
 
@@ -115,6 +215,8 @@ class GemmCase:
         for name in ("a", "b", "c"):
             if name in data:
                 data[name] = Layout(**data[name])
+        if data.get("epilogue") is not None:
+            data["epilogue"] = Epilogue.from_dict(data["epilogue"])
         if "config" in data:
             data["config"] = tuple((str(k), v) for k, v in data["config"])
         return cls(**data)
@@ -125,11 +227,13 @@ class GemmCase:
 
     def describe(self) -> str:
         return (
-            f"{self.M}x{self.N}x{self.K} {self.dtype}->{self.out_dtype} A:{self.a.describe()} "
+            f"{self.M}x{self.N}x{self.K}" + (f" batch={self.batch}" if self.batch else "")
+            + f" {self.dtype}->{self.out_dtype} A:{self.a.describe()} "
             f"B:{self.b.describe()} C:{self.c.describe()} {self.profile}{'+specials' if self.specials else ''} "
             f"seed={self.seed}"
             + (f" order={self.order}" if self.order else "")
             + (" config=" + ",".join(f"{k}={v}" for k, v in self.config) if self.config else "")
+            + (f" {self.epilogue.describe()}" if self.epilogue and self.epilogue.describe() else "")
         )
 
     def replace(self, **changes) -> GemmCase:
@@ -164,10 +268,26 @@ class Guarded:
 
 @dataclass
 class Operands:
+    """A case's operands, guarded: A, B, C, and the extras its variant's operation takes (by the names
+    kernels/operation.py gives them: bias, c_in, residual, the second output pre; alpha and beta)."""
+
     case: GemmCase
     a: Guarded
     b: Guarded
     c: Guarded
+    extras: dict[str, Guarded] = field(default_factory=dict)
+    scalars: dict[str, float] = field(default_factory=dict)
+    operation: Operation = PLAIN
+
+    def keywords(self) -> dict:
+        """What the launcher receives besides a, b and c."""
+        return {**{name: g.view for name, g in self.extras.items()}, **self.scalars}
+
+    def inputs(self) -> list[Guarded]:
+        return [self.a, self.b, *(g for name, g in self.extras.items() if name != "pre")]
+
+    def outputs(self) -> list[Guarded]:
+        return [self.c, *(g for name, g in self.extras.items() if name == "pre")]
 
 
 def poison(fmt: Format) -> float:
@@ -215,18 +335,28 @@ def sentinel(fmt: Format) -> float:
     return fmt.max
 
 
-def _place(shape: tuple[int, int], layout: Layout) -> tuple[tuple[int, int], int, int]:
+def _strides(shape: tuple[int, ...], layout: Layout | Vector) -> tuple[int, ...]:
+    if isinstance(layout, Vector):
+        return (layout.stride,)
+    rows, cols = shape[-2:]
+    inner = layout.strides(rows, cols)
+    return (layout.batch_stride(rows, cols), *inner) if len(shape) == 3 else inner
+
+
+def _place(shape: tuple[int, ...], layout: Layout | Vector) -> tuple[tuple[int, ...], int, int]:
     """Strides, first element offset and buffer size of a view laid out in a guarded buffer."""
-    rows, cols = shape
-    s0, s1 = layout.strides(rows, cols)
-    span = (rows - 1) * s0 + (cols - 1) * s1 if rows and cols else 0
+    strides = _strides(shape, layout)
+    span = sum((n - 1) * s for n, s in zip(shape, strides)) if all(shape) else 0
     start = GUARD + layout.offset
-    return (s0, s1), start, start + span + 1 + GUARD
+    return strides, start, start + span + 1 + GUARD
 
 
-def _element_index(shape: tuple[int, int], strides: tuple[int, int], start: int) -> np.ndarray:
-    """The buffer positions of a view's elements, row by row."""
-    return (start + np.arange(shape[0])[:, None] * strides[0] + np.arange(shape[1])[None, :] * strides[1]).ravel()
+def _element_index(shape: tuple[int, ...], strides: tuple[int, ...], start: int) -> np.ndarray:
+    """The buffer positions of a view's elements, in its logical order."""
+    index = np.full((), start, dtype=np.int64)
+    for n, stride in zip(shape, strides):
+        index = index[..., None] + np.arange(n, dtype=np.int64) * stride
+    return index.ravel()
 
 
 def _filled(size: int, value: float, fmt: Format, device) -> torch.Tensor:
@@ -235,57 +365,142 @@ def _filled(size: int, value: float, fmt: Format, device) -> torch.Tensor:
 
 
 @phases.timed("materialize")
-def guarded_input(name: str, layout: Layout, fmt: Format, values: np.ndarray, device) -> Guarded:
+def guarded_input(name: str, layout: Layout | Vector, fmt: Format, values: np.ndarray | tuple, device) -> Guarded:
     """An input operand holding `values` (float64, exactly representable in `fmt`, consistent with a
-    broadcast layout), in a buffer on `device` whose surroundings and padding hold poison."""
-    shape = values.shape
+    broadcast layout), in a buffer on `device` whose surroundings and padding hold poison. Where the
+    problems of a batch overlap in memory, each is written in turn: the later one's values stand where
+    they share elements (the reference reads the operand as it is). `values` a shape: poison throughout."""
+    shape = values.shape if isinstance(values, np.ndarray) else values
     strides, start, size = _place(shape, layout)
     buffer = _filled(size, poison(fmt), fmt, device)
-    if values.size:
-        # write through a non-aliasing view: a broadcast operand stores one row (or column)
+    if isinstance(values, np.ndarray) and values.size:
+        # write through a non-aliasing view: a broadcast operand stores one row (column, problem)
         drawn = _drawn_shape(shape, layout)
-        host = torch.from_numpy(np.array(values[: drawn[0], : drawn[1]])).to(fmt.dtype)
-        torch.as_strided(buffer, drawn, strides, start).copy_(host)
+        host = torch.from_numpy(np.array(values[tuple(slice(0, n) for n in drawn)])).to(fmt.dtype)
+        if len(shape) == 3 and layout.batch_gap < 0:
+            for p in range(drawn[0]):
+                torch.as_strided(buffer, drawn[1:], strides[1:], start + p * strides[0]).copy_(host[p])
+        else:
+            torch.as_strided(buffer, drawn, strides, start).copy_(host)
     return Guarded(name, torch.as_strided(buffer, shape, strides, start), buffer, buffer.clone())
 
 
 @phases.timed("materialize")
-def guarded_output(name: str, shape: tuple[int, int], layout: Layout, fmt: Format, device) -> Guarded:
+def guarded_output(name: str, shape: tuple[int, ...], layout: Layout, fmt: Format, device) -> Guarded:
     """An output operand on `device` pre-filled with the unwritten pattern, in a buffer whose
     surroundings and padding hold the sentinel."""
     strides, start, size = _place(shape, layout)
     buffer = _filled(size, sentinel(fmt), fmt, device)
-    if shape[0] and shape[1]:
+    if all(shape):
         # the pattern's bits are what matter: written through a same-width integer view
         torch.as_strided(raw(buffer), shape, strides, start).fill_(signed(unwritten_bits(fmt), buffer.element_size()))
     return Guarded(name, torch.as_strided(buffer, shape, strides, start), buffer, buffer.clone())
 
 
-def input_values(case: GemmCase) -> tuple[np.ndarray, np.ndarray]:
-    """The float64 values drawn for A (M x K) and B (K x N), before quantization."""
+def input_values(case: GemmCase, operation: Operation = PLAIN) -> tuple[np.ndarray, np.ndarray]:
+    """The float64 values drawn for A (M x K) and B (K x N; gated: K x 2N), before quantization; batched,
+    one such pair a problem (batch x M x K, ...)."""
     fmt, out = by_name(case.dtype), by_name(case.out_dtype)
     exact_bits = bounds.exact_sum_bits(case.dtype)
+    n = operation.n_columns(case.N)
+    if not case.batch:
+        return _problem_values(case, fmt, out, exact_bits, n, ())
+    pairs = [_problem_values(case, fmt, out, exact_bits, n, (p,)) for p in range(min(case.batch, DRAWN_PROBLEMS))]
+    a, b = np.stack([a for a, _ in pairs]), np.stack([b for _, b in pairs])
+    rest = case.batch - len(pairs)
+    if rest:  # the others at once, without specials: a batch past the grid's limits draws in a second
+        shapes = [(rest, *_drawn_shape((case.M, case.K), case.a)), (rest, *_drawn_shape((case.K, n), case.b))]
+        more = [profiles.generate(case.profile, shape, fmt, case.K, np.random.default_rng([case.seed, i, rest]), out,
+                                  exact_bits, operand, batched=True)
+                for i, (shape, operand) in enumerate(zip(shapes, "ab"))]
+        a = np.concatenate([a, np.broadcast_to(more[0], (rest, case.M, case.K))])
+        b = np.concatenate([b, np.broadcast_to(more[1], (rest, case.K, n))])
+    return a, b
+
+
+# the problems of a batch whose values are drawn one by one (specials included); past them, at once
+DRAWN_PROBLEMS = 256
+
+
+def _problem_values(case: GemmCase, fmt: Format, out: Format, exact_bits: int, n: int, problem: tuple):
     a_shape = _drawn_shape((case.M, case.K), case.a)
-    b_shape = _drawn_shape((case.K, case.N), case.b)
-    a, b = (profiles.generate(case.profile, shape, fmt, case.K, np.random.default_rng([case.seed, i]), out, exact_bits,
-                              operand) for i, (shape, operand) in enumerate(((a_shape, "a"), (b_shape, "b"))))
+    b_shape = _drawn_shape((case.K, n), case.b)
+    a, b = (profiles.generate(case.profile, shape, fmt, case.K, np.random.default_rng([case.seed, i, *problem]),
+                              out, exact_bits, operand)
+            for i, (shape, operand) in enumerate(((a_shape, "a"), (b_shape, "b"))))
     if case.specials:
-        a, b = profiles.with_specials(a, b, fmt, np.random.default_rng([case.seed, 2]))
-    return np.broadcast_to(a, (case.M, case.K)), np.broadcast_to(b, (case.K, case.N))
+        a, b = profiles.with_specials(a, b, fmt, np.random.default_rng([case.seed, 2, *problem]))
+    return np.broadcast_to(a, (case.M, case.K)), np.broadcast_to(b, (case.K, n))
 
 
-def _drawn_shape(shape: tuple[int, int], layout: Layout) -> tuple[int, int]:
-    rows, cols = shape
-    return (1 if layout.broadcast == "rows" else rows, 1 if layout.broadcast == "cols" else cols)
+def _drawn_shape(shape: tuple[int, ...], layout: Layout | Vector) -> tuple[int, ...]:
+    """The part of an operand's values that is drawn: one row (column, problem, element) of a broadcast one."""
+    if isinstance(layout, Vector):
+        return (1,) if layout.stride == 0 else shape
+    *batch, rows, cols = shape
+    if batch and layout.broadcast == "batch":
+        batch = [1]
+    return (*batch, 1 if layout.broadcast == "rows" else rows, 1 if layout.broadcast == "cols" else cols)
+
+
+def _extra_shapes(case: GemmCase, operation: Operation) -> dict[str, tuple[int, ...]]:
+    """The shapes of the epilogue's inputs the operation has (bias, c_in, residual)."""
+    batch = (case.batch,) if case.batch else ()
+    shapes = {"bias": (case.N if operation.bias == "n" else case.M,), "c_in": (*batch, case.M, case.N),
+              "residual": (*batch, case.M, case.N)}
+    present = {"bias": operation.bias is not None, "c_in": operation.has_c_in, "residual": operation.residual}
+    return {name: shape for name, shape in shapes.items() if present[name]}
+
+
+def extra_values(case: GemmCase, operation: Operation) -> dict[str, np.ndarray]:
+    """The float64 values drawn for the epilogue's inputs (bias, c_in, residual), before quantization:
+    from the case's value profile (its landmarks in the bias, or without one in C_in, when the case's
+    epilogue asks); C_in all NaN where beta == 0 means it is not read."""
+    epilogue, out = case.epilogue or Epilogue(), by_name(case.out_dtype)
+    shapes = _extra_shapes(case, operation)
+    aimed = "bias" if operation.bias else "c_in"
+    found = {}
+    for i, name in enumerate(("bias", "c_in", "residual")):
+        if name not in shapes:
+            continue
+        fmt = by_name(name_of(operation.bias_dtype)) if name == "bias" and operation.bias_dtype else out
+        rng = np.random.default_rng([case.seed, 3 + i])
+        if epilogue.landmarks and name == aimed:
+            values = rng.choice(profiles.landmarks(fmt), size=shapes[name])
+        else:
+            values = profiles.generate(case.profile, shapes[name], fmt, 1, rng, out)
+        if name == "c_in" and epilogue.beta == 0 and operation.beta_zero_skips_c_in and fmt.is_float:
+            values = np.full(shapes[name], np.nan)  # must not reach C
+        found[name] = values
+    return found
 
 
 @phases.timed("materialize")
-def materialize(case: GemmCase, device: torch.device | str = "cpu") -> Operands:
-    """Build A, B and a guarded, pre-filled C for `case` on `device`, deterministically."""
+def materialize(case: GemmCase, device: torch.device | str = "cpu", operation: Operation = PLAIN,
+                values: bool = True) -> Operands:
+    """Build A, B, a guarded, pre-filled C and the extras of `operation` for `case` on `device`,
+    deterministically. Without `values` the inputs hold poison, not drawn values: for a launch that runs
+    no program (the interpreter checking a big batch's grid)."""
     device = torch.device(device)
     fin, fout = by_name(case.dtype), by_name(case.out_dtype)
-    va, vb = input_values(case)
+    batch = (case.batch,) if case.batch else ()
+    if values:
+        va, vb = input_values(case, operation)
+    else:
+        va, vb = (*batch, case.M, case.K), (*batch, case.K, operation.n_columns(case.N))
     a = guarded_input("A", case.a, fin, va, device)
     b = guarded_input("B", case.b, fin, vb, device)
-    c = guarded_output("C", (case.M, case.N), case.c, fout, device)
-    return Operands(case, a, b, c)
+    c = guarded_output("C", (*batch, case.M, case.N), case.c, fout, device)
+    if not operation.has_epilogue:
+        return Operands(case, a, b, c, operation=operation)
+    epilogue = case.epilogue or Epilogue()
+    extras = {}
+    for name, drawn in (extra_values(case, operation) if values else _extra_shapes(case, operation)).items():
+        fmt = by_name(name_of(operation.bias_dtype)) if name == "bias" and operation.bias_dtype else fout
+        layout = epilogue.bias if name == "bias" else getattr(epilogue, name)
+        extras[name] = guarded_input({"c_in": "C_in"}.get(name, name), layout, fmt, drawn, device)
+    if operation.pre_activation:
+        extras["pre"] = guarded_output("pre", (*batch, case.M, operation.n_columns(case.N)), epilogue.pre, fout,
+                                       device)
+    scalars = {name: getattr(epilogue, name) for name in ("alpha", "beta") if getattr(operation, name)}
+    return Operands(case, a, b, c, extras, scalars, operation)

@@ -48,6 +48,18 @@ WEIGHTS = {"wide_ints": 6, "near_overflow": 6}  # the others 1
 EXACT_SUM_BITS = 24
 
 
+# Where activations change character: 0 and -0, their steepest and most curved points, gelu's tanh
+# approximation furthest from erf's (near -3 it is 10% off), their saturation (tanh near 9, sigmoid
+# near 17 in fp32), exp's overflow (88), and the format's largest values.
+_LANDMARKS = (0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 2.0, -2.0, -3.0, -4.0, 5.5, -5.5, 9.0, -9.0, 17.0, -17.0, 20.0,
+              -20.0, 88.0, -88.0, 100.0, -100.0)
+
+
+def landmarks(fmt: Format) -> np.ndarray:
+    """The activations' landmarks, as `fmt` holds them, and half its largest value either way."""
+    return np.array([*_LANDMARKS, fmt.max / 2, -fmt.max / 2])
+
+
 def available(fmt: Format) -> tuple[str, ...]:
     """The profiles that make sense for inputs of this format."""
     return PROFILES if fmt.is_float else INTEGER_PROFILES
@@ -91,9 +103,13 @@ def _wide_ints(operand: str, shape, fmt: Format, k: int, rng: np.random.Generato
     return rng.integers(max(1, (v + 1) // 2), v, size=shape, endpoint=True).astype(np.float64)
 
 
-def generate(profile: str, shape: tuple[int, int], fmt: Format, k: int, rng: np.random.Generator,
-             out: Format | None = None, exact_bits: int = EXACT_SUM_BITS, operand: str = "a") -> np.ndarray:
-    """float64 values for one operand ("a" or "b"); the caller quantizes them to `fmt`."""
+def generate(profile: str, shape: tuple[int, ...], fmt: Format, k: int, rng: np.random.Generator,
+             out: Format | None = None, exact_bits: int = EXACT_SUM_BITS, operand: str = "a",
+             batched: bool = False) -> np.ndarray:
+    """float64 values for one operand ("a" or "b"); the caller quantizes them to `fmt`. `batched`: shape
+    is (problems, rows, cols), drawn at once (fp8's wide integers then keep to odd ones)."""
+    if batched and profile == "wide_ints" and fmt.is_float and fmt.p <= 4:
+        return np.stack([generate(profile, shape[1:], fmt, k, rng, out, exact_bits, operand) for _ in range(shape[0])])
     if profile not in available(fmt):
         raise ValueError(f"value profile {profile!r} does not apply to {fmt.name} inputs; "
                          f"expected one of {', '.join(available(fmt))}")

@@ -142,10 +142,18 @@ def fit(case: GemmCase, entry: Classes, variant: Variant, device_type: str, tops
     index = runnable.usable(entry.config % len(space), len(space), runnable.blocked(variant, case.dtype))
     outs = variant.dtypes[by_name(case.dtype).dtype]
     out = name_of(outs[entry.out % len(outs)])
-    shapes = {"a": (m, k, case.dtype), "b": (k, n, case.dtype), "c": (m, n, out)}
-    layouts = {name: _fit_layout(getattr(case, name), getattr(entry, name), variant, name, *shapes[name])
+    shapes = {"a": (m, k, case.dtype), "b": (k, variant.operation.n_columns(n), case.dtype), "c": (m, n, out)}
+    layouts = {name: _batch_kept(getattr(case, name), _fit_layout(getattr(case, name), getattr(entry, name),
+                                                                   variant, name, *shapes[name]))
                for name in "abc"}
     return replace(case, M=m, N=n, K=k, out_dtype=out, config=tuple(space[index].items()) if index else (), **layouts)
+
+
+def _batch_kept(drawn: Layout, fitted: Layout) -> Layout:
+    """The fitted layout with how the drawn one's problems sit (a gap, overlapping, shared)."""
+    if drawn.broadcast == "batch":
+        return replace(fitted, broadcast="batch", batch_gap=drawn.batch_gap)
+    return replace(fitted, batch_gap=drawn.batch_gap)
 
 
 def _fit_layout(drawn: Layout, cls: OperandClass, variant: Variant, operand: str, rows: int, cols: int,

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from gemm_fuzz.kernels.registry import Variant
 from gemm_fuzz.properties.model import profiles, runnable, specialization
-from gemm_fuzz.properties.model.cases import GemmCase, Layout
+from gemm_fuzz.properties.model.cases import SCALARS, Epilogue, GemmCase, Layout, Vector
 from gemm_fuzz.reference.formats import by_name, name_of
 
 PRIMES = (2, 3, 5, 7, 11, 13, 31, 37, 61, 67, 127, 131, 251, 257, 509, 521)
@@ -106,9 +106,72 @@ def layouts(draw, variant: Variant, operand: str, rows: int, cols: int, dtype: s
     step = 1 if req.contiguous_dim else draw(_STEP)
     offset = draw(_optional(st.integers(1, 9)))
     broadcast = ""
-    if operand != "c" and not req.positive_strides and not req.contiguous_dim:
+    if operand not in OUTPUTS and not req.positive_strides and not req.contiguous_dim:
         broadcast = draw(_BROADCAST)
     return Layout(order, pad=pad, step=step, offset=offset, broadcast=broadcast)
+
+
+OUTPUTS = ("c", "pre")  # operands a kernel writes: never broadcast, never overlapping
+# batch sizes, simplest first, then past the 65535 programs grid axes 1 and 2 take
+BATCHES = (1, 2, 3, 4, 5, 7, 8, 16, 17)
+GRID_LIMIT = 65535
+BIG_BATCHES = (GRID_LIMIT + 1, GRID_LIMIT + 2, 70001)
+BIG_BATCH_DIM = 16  # a big batch's problems are at most this long on each axis (65536 x 16 x 16: 16M elements)
+_SCALAR = st.one_of(st.sampled_from(SCALARS), st.floats(-4, 4, allow_nan=False, width=32))
+_BIAS_STRIDE = st.sampled_from((1, 0, 2))
+
+
+@functools.cache
+def _batches(device_type: str, big: bool) -> st.SearchStrategy[int]:
+    """A batch size: one draw in four past the grid's limit where `big` (the interpreter checks such a
+    launch's grid without running its programs: one size is enough there); shrinks to 1 problem."""
+    small = _sampled(BATCHES)
+    if not big:
+        return small
+    return st.one_of(small, small, small, _sampled(BIG_BATCHES if device_type == "cuda" else BIG_BATCHES[:1]))
+
+
+def batch_sizes(batch: int) -> list[int]:
+    """The batch sizes drawn below `batch`, then `batch`: what shrinking a batch tries."""
+    return sorted({b for b in BATCHES + BIG_BATCHES if b < batch} | {batch})
+
+
+@st.composite
+def batch_layout(draw, variant: Variant, operand: str, layout: Layout) -> Layout:
+    """`layout` with how its problems follow each other: packed, with a gap, and for an input shared by
+    every problem (batch stride 0) or overlapping the next one in memory."""
+    req = variant.requirements
+    if operand in req.contiguous:
+        return layout
+    choices = ("packed", "gap")
+    if operand not in OUTPUTS and not req.positive_strides and not layout.broadcast:
+        choices += ("shared", "overlap")
+    kind = draw(_sampled(choices))
+    if kind == "gap":
+        return replace(layout, batch_gap=draw(st.integers(1, 17)))
+    if kind == "shared":
+        return replace(layout, broadcast="batch")
+    if kind == "overlap":
+        return replace(layout, batch_gap=-draw(st.integers(1, 64)))
+    return layout
+
+
+@st.composite
+def epilogues(draw, variant: Variant, m: int, n: int, out: str) -> Epilogue:
+    """The values of an epilogue `variant`'s operation takes: alpha and beta (0, 1, -1 and others),
+    a bias of stride 1, 0 or 2, the layouts of C_in, the residual and the second output, and bias (or
+    C_in) values at the activation's landmarks."""
+    op = variant.operation
+    alpha = draw(_SCALAR) if op.alpha else 1.0
+    beta = draw(_SCALAR) if op.beta else 1.0
+    bias = Vector(draw(_BIAS_STRIDE), draw(_optional(st.integers(1, 9)))) if op.bias else Vector()
+    found = {}
+    for name, present, cols in (("c_in", op.has_c_in, n), ("residual", op.residual, n),
+                                ("pre", op.pre_activation, op.n_columns(n))):
+        if present:
+            found[name] = draw(layouts(variant, name, m, cols, out))
+    landmarks = draw(_sampled((False, True))) if op.activation and (op.bias or op.has_c_in) else False
+    return Epilogue(float(alpha), float(beta), bias, landmarks=landmarks, **found)
 
 
 def plain_layout(variant: Variant, operand: str, rows: int, cols: int, dtype: str) -> Layout:
@@ -124,8 +187,10 @@ def simplest_case(variant: Variant, m: int, n: int, k: int, dtype: str, out_dtyp
                   **fields) -> GemmCase:
     """The plainest case of these sizes the variant accepts."""
     out_dtype = out_dtype or default_output(variant, dtype)
+    fields.setdefault("batch", 1 if variant.operation.batched else 0)
     return GemmCase(m, n, k, dtype, out_dtype, a=plain_layout(variant, "a", m, k, dtype),
-                    b=plain_layout(variant, "b", k, n, dtype), c=plain_layout(variant, "c", m, n, out_dtype), **fields)
+                    b=plain_layout(variant, "b", k, variant.operation.n_columns(n), dtype),
+                    c=plain_layout(variant, "c", m, n, out_dtype), **fields)
 
 
 def default_output(variant: Variant, dtype: str) -> str:
@@ -133,7 +198,7 @@ def default_output(variant: Variant, dtype: str) -> str:
 
 
 def _plain_layouts(case: GemmCase, variant: Variant, which: str = "abc") -> GemmCase:
-    return replace(case, **{o: plain_layout(variant, o, *_shape(case, o)) for o in which})
+    return replace(case, **{o: plain_layout(variant, o, *_shape(case, o, variant)) for o in which})
 
 
 def plainer(variant: Variant) -> list:
@@ -141,7 +206,16 @@ def plainer(variant: Variant) -> list:
     a failure is re-run on each and keeps those under which it still fails (properties.run.runner)."""
     default = lambda case: replace(case, out_dtype=default_output(variant, case.dtype))  # noqa: E731
     ones = lambda case: replace(case, profile="ones", seed=0, specials=False)  # noqa: E731
+    extra = []
+    if variant.operation.batched:  # problems packed one after the other
+        extra.append(lambda case: replace(case, **{o: replace(getattr(case, o), batch_gap=0, broadcast=(
+            "" if getattr(case, o).broadcast == "batch" else getattr(case, o).broadcast)) for o in "abc"}))
+    if variant.operation.has_epilogue:  # alpha = beta = 1, a plain bias and plain extras, no landmarks
+        extra += [lambda case: replace(case, epilogue=_plain_epilogue(case.epilogue, variant, case)),
+                  lambda case: replace(case, epilogue=replace(case.epilogue or Epilogue(), landmarks=False)),
+                  lambda case: replace(case, epilogue=replace(case.epilogue or Epilogue(), alpha=1.0, beta=1.0))]
     return [
+        *extra,
         lambda case: replace(default(ones(_plain_layouts(case, variant))), order=0, config=()),
         lambda case: replace(case, order=0),
         lambda case: replace(case, specials=False),
@@ -155,16 +229,24 @@ def plainer(variant: Variant) -> list:
     ]
 
 
+def _plain_epilogue(epilogue: Epilogue | None, variant: Variant, case: GemmCase) -> Epilogue:
+    """The epilogue's extras laid out plainly, its values kept."""
+    epilogue = epilogue or Epilogue()
+    return replace(epilogue, bias=Vector(), **{name: plain_layout(variant, name, case.M, case.N, case.out_dtype)
+                                               for name in ("c_in", "residual", "pre")})
+
+
 def resized(case: GemmCase, variant: Variant, **dims: int) -> GemmCase:
     """`case` with other dimensions; layouts that were plain stay plain (their alignment padding redone)."""
     new = replace(case, **dims)
     plain = [o for o, lay in (("a", case.a), ("b", case.b), ("c", case.c))
-             if lay == plain_layout(variant, o, *_shape(case, o))]
+             if lay == plain_layout(variant, o, *_shape(case, o, variant))]
     return _plain_layouts(new, variant, "".join(plain)) if plain else new
 
 
-def _shape(case: GemmCase, operand: str) -> tuple[int, int, str]:
-    return {"a": (case.M, case.K, case.dtype), "b": (case.K, case.N, case.dtype),
+def _shape(case: GemmCase, operand: str, variant: Variant | None = None) -> tuple[int, int, str]:
+    n = variant.operation.n_columns(case.N) if variant is not None else case.N
+    return {"a": (case.M, case.K, case.dtype), "b": (case.K, n, case.dtype),
             "c": (case.M, case.N, case.out_dtype)}[operand]
 
 
@@ -197,8 +279,9 @@ def output_dtypes(variant: Variant, dtype: str) -> st.SearchStrategy[str]:
 @st.composite
 def gemm_cases(draw, variant: Variant, dtype: str, *, device_type: str, max_dim: int,
                value_profiles: tuple[str, ...] | None = None, tiles: int = TILES,
-               compile_budget: int | None = None) -> GemmCase:
-    """GemmCases `variant` accepts, for input dtype `dtype` on a backend with tensors on `device_type`.
+               compile_budget: int | None = None, big_batches: bool = False) -> GemmCase:
+    """GemmCases `variant` accepts, for input dtype `dtype` on a backend with tensors on `device_type`
+    (a batched variant's batches past the grid's limits only with `big_batches`).
     On a GPU each case is fitted into one of `compile_budget` specialization classes (default: the
     fewest that reach every class; properties/model/specialization.py), drawn first, so that a few
     compilations serve every example."""
@@ -216,7 +299,7 @@ def gemm_cases(draw, variant: Variant, dtype: str, *, device_type: str, max_dim:
         dtype=dtype,
         out_dtype=out,
         a=draw(layouts(variant, "a", m, k, dtype)),
-        b=draw(layouts(variant, "b", k, n, dtype)),
+        b=draw(layouts(variant, "b", k, variant.operation.n_columns(n), dtype)),
         c=draw(layouts(variant, "c", m, n, out)),
         profile=draw(_sampled(tuple(_weighted(value_profiles or profiles.available(by_name(dtype)))))),
         # specials in two draws of three: most of C stays finite beside them (profiles.with_specials)
@@ -226,9 +309,25 @@ def gemm_cases(draw, variant: Variant, dtype: str, *, device_type: str, max_dim:
         order=draw(_optional(st.integers(1, 2**16))) if device_type == "cpu" else 0,
         config=draw(configs(variant, device_type, dtype)),
     )
+    case = draw(operation_fields(variant, case, device_type, big_batches))
     if entry is None:
         return case
     return specialization.fit(case, entry, variant, device_type, tuple(reach(b, max_dim, tiles) for b in axes))
+
+
+@st.composite
+def operation_fields(draw, variant: Variant, case: GemmCase, device_type: str, big_batches: bool) -> GemmCase:
+    """`case` with what the variant's operation adds (nothing for C = A @ B, so its draws are as they
+    were): a batch and how each operand's problems sit, an epilogue's values."""
+    op = variant.operation
+    if op.batched:
+        batch = draw(_batches(device_type, big_batches))
+        if batch > GRID_LIMIT:
+            case = resized(case, variant, **{d: min(getattr(case, d), BIG_BATCH_DIM) for d in "MNK"})
+        case = replace(case, batch=batch, **{o: draw(batch_layout(variant, o, getattr(case, o))) for o in "abc"})
+    if op.has_epilogue:
+        case = replace(case, epilogue=draw(epilogues(variant, case.M, case.N, case.out_dtype)))
+    return case
 
 
 def pool_cases(variant: Variant, dtype: str, *, device_type: str, max_dim: int, tiles: int = TILES,

@@ -16,9 +16,11 @@ into the target's pool of specialization classes (properties/model/specializatio
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from gemm_fuzz.kernels.registry import Variant
 from gemm_fuzz.properties.model import profiles, runnable, specialization, strategies
-from gemm_fuzz.properties.model.cases import GemmCase, Layout
+from gemm_fuzz.properties.model.cases import SCALARS, Epilogue, GemmCase, Layout, Vector
 from gemm_fuzz.reference.formats import by_name, name_of
 
 
@@ -33,7 +35,7 @@ def layout_features(variant: Variant, operand: str) -> tuple[str, ...]:
     found = ["row", "col-major", "padded", "offset"]
     if not req.contiguous_dim:
         found.insert(3, "strided")
-        if operand != "c" and not req.positive_strides:
+        if operand not in strategies.OUTPUTS and not req.positive_strides:
             found.append("broadcast")
     return tuple(found)
 
@@ -68,8 +70,43 @@ def sizes(blocks: set[int], top: int) -> list[int]:
     return kept
 
 
+BATCH_KINDS = ("packed", "gap", "shared", "overlap")
+
+
+def operation_fields(variant: Variant, case: GemmCase, i: int) -> GemmCase:
+    """The i-th case with what its variant's operation adds, each choice cycling on its own: batch sizes
+    and how each operand's problems sit; alpha and beta through 1, 0, -1 and the rest; a bias of stride
+    1, 0 and 2; the extras' layout features; the landmarks every other case."""
+    op = variant.operation
+    if op.batched:
+        lay = {}
+        for o, shift in (("a", 0), ("b", 1), ("c", 2)):
+            kinds = BATCH_KINDS if o != "c" and o not in variant.requirements.contiguous else BATCH_KINDS[:2]
+            kind = kinds[(i + shift) % len(kinds)]
+            current = getattr(case, o)
+            if kind in ("shared", "overlap") and (current.broadcast or variant.requirements.positive_strides):
+                kind = "gap"
+            lay[o] = replace(current, batch_gap={"gap": 3, "overlap": -5}.get(kind, 0),
+                             broadcast="batch" if kind == "shared" else current.broadcast)
+        case = replace(case, batch=strategies.BATCHES[i % 5], **lay)
+    if op.has_epilogue:
+        present = {"c_in": op.has_c_in, "residual": op.residual, "pre": op.pre_activation}
+        extras = {}
+        for name, shift, cols in (("c_in", 1, case.N), ("residual", 2, case.N), ("pre", 3, op.n_columns(case.N))):
+            if present[name]:
+                features = layout_features(variant, name)
+                extras[name] = layout(variant, name, features[(i + shift) % len(features)], case.M, cols,
+                                      case.out_dtype)
+        alpha = SCALARS[i % len(SCALARS)] if op.alpha else 1.0
+        beta = SCALARS[(i + 1) % len(SCALARS)] if op.beta else 1.0
+        bias = Vector((1, 0, 2)[i % 3], i % 2) if op.bias else Vector()
+        landmarks = bool(op.activation) and bool(op.bias or op.has_c_in) and i % 2 == 1
+        case = replace(case, epilogue=Epilogue(alpha, beta, bias, landmarks=landmarks, **extras))
+    return case
+
+
 def cases(variant: Variant, dtype: str, *, device_type: str, max_dim: int, tiles: int = strategies.TILES,
-          compile_budget: int | None = None) -> list[GemmCase]:
+          compile_budget: int | None = None, big_batches: bool = False) -> list[GemmCase]:
     """The target's stratified cases (see the module docstring); on a GPU fitted into the first
     `compile_budget` classes of its pool (default: one round), as `strategies.gemm_cases` fits its own."""
     fmt = by_name(dtype)
@@ -94,7 +131,9 @@ def cases(variant: Variant, dtype: str, *, device_type: str, max_dim: int, tiles
         case = GemmCase(m, n, k, dtype, out, a=lay["a"], b=lay["b"], c=lay["c"], profile=kinds[i % len(kinds)],
                         seed=i, specials=fmt.is_float and i % 2 == 1, order=i % 3 if device_type == "cpu" else 0,
                         config=configs[i % len(configs)])
-        found.append(case)
+        found.append(operation_fields(variant, case, i))
+    if variant.operation.batched and big_batches:  # past grid axes 1 and 2 (the interpreter checks the grid only)
+        found.append(replace(found[0], batch=strategies.BIG_BATCHES[0]))
     if device_type != "cuda":
         return found
     entries = specialization.pool(variant, dtype, compile_budget or specialization.pool_size(variant, dtype))

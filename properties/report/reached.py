@@ -1,14 +1,16 @@
 """What the cases of a target reached: the features a kernel's bugs hide behind (three or more tiles
 and a ragged edge along each axis of its blocks, tile counts that are and are not multiples of a
 persistent grid's program count, Triton's specialization classes of M, N and K, each layout feature,
-value profile and configuration), counted per target, so a run can say what it never
+value profile and configuration; for the family, batches past the grid's limit and how their problems
+sit, alpha and beta at 0 and -1, a bias of stride 0 or 2, the activations' landmarks), counted per
+target, so a run can say what it never
 reached. Line coverage of a kernel's body is coverage.py's job (`coverage run -m pytest
 --gemm-kernel ... --gemm-isolate off` in the interpreter, where the body runs as Python)."""
 
 from __future__ import annotations
 
-from gemm_fuzz.properties.model import profiles, stratified
-from gemm_fuzz.properties.model.cases import GemmCase
+from gemm_fuzz.properties.model import profiles, strategies, stratified
+from gemm_fuzz.properties.model.cases import Epilogue, GemmCase
 from gemm_fuzz.reference.formats import by_name
 
 AXES = ("M", "N", "K")
@@ -66,7 +68,50 @@ def features(case: GemmCase, variant, device_type: str) -> set[str]:
         found.add("specials")
     space = variant.configs_for(device_type, by_name(case.dtype).dtype)
     found.add(f"config {next((i for i, c in enumerate(space) if dict(c) == full), 0)}")
-    return found
+    return found | _family(case)
+
+
+BIG_BATCH = f"a batch past {strategies.GRID_LIMIT} problems"
+
+
+def _family(case: GemmCase) -> set[str]:
+    """What a case reaches of its operation's parts: the batch and the epilogue's values."""
+    found = set()
+    if case.batch >= 2:
+        found.add("a batch of 2+ problems")
+    if case.batch > strategies.GRID_LIMIT:
+        found.add(BIG_BATCH)
+    if case.batch:
+        for name, layout in zip(OPERANDS, (case.a, case.b, case.c)):
+            for feature, present in (("shared over the batch", layout.broadcast == "batch"),
+                                     ("problems apart", layout.batch_gap > 0),
+                                     ("problems overlapping", layout.batch_gap < 0)):
+                if present:
+                    found.add(f"{name} {feature}")
+    epilogue = case.epilogue or Epilogue()
+    found |= {f"{name} == {value:g}" for name in ("alpha", "beta") for value in (0.0, -1.0)
+              if getattr(epilogue, name) == value}
+    found |= {f"bias stride {epilogue.bias.stride}"} if epilogue.bias.stride != 1 else set()
+    return found | ({"landmarks"} if epilogue.landmarks else set())
+
+
+def _family_expected(variant) -> set[str]:
+    op, req = variant.operation, variant.requirements
+    wanted = set()
+    if op.batched:
+        wanted |= {"a batch of 2+ problems", BIG_BATCH}
+        for name in OPERANDS:
+            if name.lower() in req.contiguous:
+                continue
+            wanted.add(f"{name} problems apart")
+            if name != "C" and not req.positive_strides:
+                wanted |= {f"{name} shared over the batch", f"{name} problems overlapping"}
+    wanted |= {f"{name} == {value:g}" for name in ("alpha", "beta") if getattr(op, name) for value in (0.0, -1.0)}
+    if op.bias:
+        wanted |= {"bias stride 0", "bias stride 2"}
+    if op.activation and (op.bias or op.has_c_in):
+        wanted.add("landmarks")
+    return wanted
 
 
 def expected(variant, device_type: str, dtype: str) -> set[str]:
@@ -86,4 +131,4 @@ def expected(variant, device_type: str, dtype: str) -> set[str]:
     if fmt.is_float:
         wanted.add("specials")
     wanted |= {f"config {i}" for i in range(len(variant.configs_for(device_type, fmt.dtype)))}
-    return wanted
+    return wanted | _family_expected(variant)

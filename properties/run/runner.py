@@ -498,11 +498,14 @@ class PropertyRun:
                 found = fails(candidate) if candidate != case else None
                 if found is not None:
                     case, failure, changed = candidate, found, True
-            for dim in ("M", "N", "K"):
-                lo, hi = 1, getattr(case, dim)  # hi fails; find the smallest failing value, by bisection
+            for dim in ("M", "N", "K", *(("batch",) if case.batch else ())):
+                # the smallest failing value, by bisection over the sizes below the failing one (a batch's:
+                # those drawn, so that no batch just under the grid's limit is run program by program)
+                sizes = strategies.batch_sizes(case.batch) if dim == "batch" else range(1, getattr(case, dim) + 1)
+                lo, hi = 0, len(sizes) - 1  # sizes[hi] fails
                 while lo < hi and time.monotonic() <= until:
                     mid = (lo + hi) // 2
-                    candidate = strategies.resized(case, resolved, **{dim: mid})
+                    candidate = strategies.resized(case, resolved, **{dim: sizes[mid]})
                     found = fails(candidate)
                     if found is not None:
                         hi, case, failure, changed = mid, candidate, found, True

@@ -1,0 +1,159 @@
+"""What a kernel computes, beyond `C = A @ B`: the operation its contract (or its registration) declares.
+
+    y = alpha * (A @ B) + beta * C_in + bias      (beta_scales="c_in": cuBLASLt's order)
+    y = alpha * (A @ B) + beta * bias             (beta_scales="bias": Inductor's addmm, acc * alpha + bias * beta)
+    C = act(y) + residual
+
+each part present only where declared (alpha absent: 1; beta absent: no C_in; ...). Gated (a fused
+SwiGLU): B has 2N columns, gate and up halves side by side ("concat": gate first) or alternating
+("interleaved": gate at even columns), and C = act(A @ B_gate) * (A @ B_up), N columns; its second
+output is the whole product A @ B. Otherwise the second output (`pre_activation`) is y. Batched: A is
+(Bt, M, K), B (Bt, K, N), C and every matrix extra (Bt, M, N), as torch.bmm and torch.baddbmm take
+them, any batch stride including 0 for an input (one operand for every problem); a bias is one vector
+for every problem.
+
+BLAS semantics, where declared: beta == 0 means C_in is not read, so NaN there must not reach C
+(`beta_zero_skips_c_in`, on by default as in cuBLAS and torch.addmm); alpha == 0 means A and B are not
+read (`alpha_zero_skips_ab`, off by default: most kernels compute 0 * (A @ B), and Inf there gives NaN).
+
+FUNC receives each extra by keyword: bias, c_in, alpha, beta, residual, pre (the second output), or
+the names `names` maps them to. Scalars arrive as Python floats. The epilogue's arithmetic is fp32
+(`epilogue_dtype="fp32"`) or C's own dtype ("out": each step rounded there); a bias has its own dtype
+(`bias_dtype`, default C's). Parts 2 and 3 of the family (scaled operands, groups) extend this same
+declaration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+
+import torch
+
+ACTIVATIONS = ("relu", "leaky_relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh")
+EXTRAS = ("bias", "c_in", "alpha", "beta", "residual", "pre")  # what FUNC may receive besides a, b, c
+_BIAS_AXES = {"n": "one per column (length N)", "m": "one per row (length M)"}
+_FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+_POSITIONAL = ("a", "b", "c", "config")  # what FUNC takes besides the extras
+
+
+@dataclass(frozen=True)
+class Operation:
+    alpha: bool = False  # y scales A @ B by a scalar alpha
+    beta: bool = False  # y adds beta * C_in (or, beta_scales="bias", scales the bias by beta)
+    beta_scales: str = "c_in"  # "c_in" (cuBLASLt) or "bias" (Inductor's addmm)
+    bias: str | None = None  # "n": one per column of C; "m": one per row
+    bias_dtype: torch.dtype | None = None  # None: C's dtype
+    activation: str | None = None  # one of ACTIVATIONS; gelu is erf's, gelu_tanh the tanh approximation
+    slope: float = 0.01  # leaky_relu's slope below 0
+    gated: str | None = None  # "concat" or "interleaved": C = act(A @ B_gate) * (A @ B_up)
+    pre_activation: bool = False  # a second output: y (gated: A @ B)
+    residual: bool = False  # C = act(y) + residual
+    batched: bool = False
+    beta_zero_skips_c_in: bool = True
+    alpha_zero_skips_ab: bool = False
+    epilogue_dtype: str = "fp32"  # "fp32", or "out": every epilogue step rounded in C's dtype
+    # extra -> the keyword FUNC takes it as (held as sorted pairs, so an Operation hashes)
+    names: Mapping[str, str] | tuple = ()
+
+    def __post_init__(self):
+        def wrong(what: str, expected: str):
+            raise ValueError(f"operation: {what}; expected {expected}")
+
+        if self.beta_scales not in ("c_in", "bias"):
+            wrong(f"beta_scales={self.beta_scales!r}", "'c_in' (cuBLASLt) or 'bias' (Inductor's addmm)")
+        if self.bias is not None and self.bias not in _BIAS_AXES:
+            wrong(f"bias={self.bias!r}", "'n' (" + _BIAS_AXES["n"] + "), 'm' (" + _BIAS_AXES["m"] + ") or None")
+        if self.beta and self.beta_scales == "bias" and self.bias is None:
+            wrong("beta scales the bias but there is no bias", "bias='n' or 'm' with beta_scales='bias'")
+        if self.bias_dtype is not None and self.bias_dtype not in _FLOAT_DTYPES:
+            wrong(f"bias_dtype={self.bias_dtype!r}", "torch.float16, torch.bfloat16, torch.float32 or None (C's)")
+        if self.activation is not None and self.activation not in ACTIVATIONS:
+            wrong(f"activation={self.activation!r}", "one of " + ", ".join(ACTIVATIONS) + " or None")
+        if not isinstance(self.slope, (int, float)) or isinstance(self.slope, bool) or not 0 <= self.slope < 1:
+            wrong(f"slope={self.slope!r}", "leaky_relu's slope, a float in [0, 1)")
+        if self.gated is not None:
+            if self.gated not in ("concat", "interleaved"):
+                wrong(f"gated={self.gated!r}", "'concat' (gate columns first), 'interleaved' (gate at even "
+                      "columns) or None")
+            if self.activation is None:
+                wrong("gated without an activation", "the gate's activation, e.g. activation='silu'")
+            if self.alpha or self.beta or self.bias or self.residual:
+                wrong("a gated operation with alpha, beta, bias or residual", "gated kernels with only their "
+                      "activation (and pre_activation)")
+        if self.epilogue_dtype not in ("fp32", "out"):
+            wrong(f"epilogue_dtype={self.epilogue_dtype!r}", "'fp32' or 'out' (C's dtype)")
+        names = dict(self.names)
+        object.__setattr__(self, "names", tuple(sorted(names.items())))
+        unknown = set(names) - set(EXTRAS)
+        if unknown:
+            wrong(f"names for {', '.join(sorted(unknown))}", "names for " + ", ".join(EXTRAS))
+        bad = [n for n in names.values() if not (isinstance(n, str) and n.isidentifier()) or n in _POSITIONAL]
+        if bad or len(set(self.keywords().values())) != len(self.keywords()):
+            wrong(f"names={names!r}", "distinct Python identifiers other than " + ", ".join(_POSITIONAL))
+
+    @property
+    def plain(self) -> bool:
+        """C = A @ B, 2-D: the product alone."""
+        return self == PLAIN
+
+    @property
+    def has_epilogue(self) -> bool:
+        return bool(self.alpha or self.beta or self.bias or self.activation or self.residual or self.gated
+                    or self.pre_activation)
+
+    @property
+    def has_c_in(self) -> bool:
+        return self.beta and self.beta_scales == "c_in"
+
+    def extras(self) -> tuple[str, ...]:
+        """The extras FUNC receives, in EXTRAS's order."""
+        present = {"bias": self.bias is not None, "c_in": self.has_c_in, "alpha": self.alpha, "beta": self.beta,
+                   "residual": self.residual, "pre": self.pre_activation}
+        return tuple(e for e in EXTRAS if present[e])
+
+    def keywords(self) -> dict[str, str]:
+        """extra -> the keyword FUNC takes it as."""
+        names = dict(self.names)
+        return {e: names.get(e, e) for e in self.extras()}
+
+    def n_columns(self, n: int) -> int:
+        """B's columns for N columns of C (gated: gate and up, 2N)."""
+        return 2 * n if self.gated else n
+
+    def check_dtypes(self, dtypes: Mapping[torch.dtype, tuple]) -> None:
+        """An epilogue is float arithmetic: integer inputs take it with the scaled operands of part 2."""
+        if self.has_epilogue:
+            wrong = [d for d in dtypes if not d.is_floating_point]
+            if wrong:
+                raise ValueError(f"operation: an epilogue on {', '.join(str(d) for d in wrong)} inputs; the epilogue "
+                                 "applies to float inputs (fp16, bf16, fp32, fp8)")
+
+    def describe(self) -> str:
+        """The formula, as the reports print it."""
+        if self.plain:
+            return "C = A @ B"
+        product = "A @ B" if not self.alpha else "alpha * (A @ B)"
+        if self.gated:
+            y = f"{self.activation}(A @ B_gate) * (A @ B_up) [{self.gated}]"
+        else:
+            terms = [product]
+            if self.has_c_in:
+                terms.append("beta * C_in")
+            if self.bias:
+                terms.append(("beta * " if self.beta and self.beta_scales == "bias" else "") + f"bias[{self.bias}]")
+            y = " + ".join(terms)
+            if self.activation:
+                y = f"{self.activation}({y})"
+        if self.residual:
+            y += " + residual"
+        text = f"C = {y}"
+        if self.activation == "leaky_relu":
+            text += f", slope {self.slope}"
+        if self.pre_activation:
+            text += "; pre = " + ("A @ B" if self.gated else "the activation's argument")
+        return ("batched: " if self.batched else "") + text
+
+
+PLAIN = Operation()
+FIELDS = tuple(f.name for f in fields(Operation))
