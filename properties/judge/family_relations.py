@@ -26,9 +26,9 @@ import torch
 from gemm_fuzz.kernels.registry import Variant
 from gemm_fuzz.properties.judge import compare, relations
 from gemm_fuzz.properties.judge.relations import Extras, Launch, Run, paired
-from gemm_fuzz.properties.model.cases import Layout, Operands
+from gemm_fuzz.properties.model.cases import Layout, Operands, extra_format
 from gemm_fuzz.reference import bounds
-from gemm_fuzz.reference.formats import by_name, name_of
+from gemm_fuzz.reference.formats import by_name
 from gemm_fuzz.reference.numpy_ref import to_float64
 
 HOMOGENEOUS = (None, "relu", "leaky_relu")  # act(2y) = 2 act(y)
@@ -115,7 +115,7 @@ def shift_bias(variant: Variant, launch: Launch, ops: Operands, first: Run, delt
     beta = extras.scalars.get("beta", 1.0) if op.beta and op.beta_scales == "bias" else 1.0
     if op.beta and op.beta_scales == "bias" and beta == 0 and op.beta_zero_skips_c_in:
         return False
-    fmt = by_name(name_of(op.bias_dtype)) if op.bias_dtype else by_name(ops.case.out_dtype)
+    fmt = extra_format(op, "bias", by_name(ops.case.out_dtype))
     bias = extras.values["bias"]
     if not np.isfinite(bias).all() or np.abs(bias).max(initial=0) + abs(delta) >= fmt.max / 4:
         return False

@@ -30,12 +30,12 @@ from gemm_fuzz.properties.model.cases import (
     Layout,
     Operands,
     Vector,
+    guarded_extra,
     guarded_input,
     guarded_output,
-    unwritten_bits,
 )
 from gemm_fuzz.reference import bounds, numpy_ref
-from gemm_fuzz.reference.formats import Format, by_name, name_of
+from gemm_fuzz.reference.formats import Format, by_name
 
 Launch = Callable[[Variant, Operands], None]
 
@@ -99,7 +99,7 @@ class Extras:
         if not ops.operation.has_epilogue:
             return None
         epilogue = ops.case.epilogue or Epilogue() if ops.case is not None else Epilogue()
-        layouts = {"bias": epilogue.bias, "c_in": epilogue.c_in, "residual": epilogue.residual, "pre": epilogue.pre}
+        layouts = {name: getattr(epilogue, name) for name in ("bias", "c_in", "residual", "pre")}
         values = {name: numpy_ref.to_float64(g.view) for name, g in ops.extras.items() if name != "pre"}
         return cls(values, layouts, dict(ops.scalars))
 
@@ -123,8 +123,7 @@ def solve(variant: Variant, launch: Launch, a: np.ndarray, b: np.ndarray,
     guarded = {}
     if extras is not None:
         for name, values in extras.values.items():
-            fmt = by_name(name_of(op.bias_dtype)) if name == "bias" and op.bias_dtype else fout
-            guarded[name] = guarded_input({"c_in": "C_in"}.get(name, name), extras.layouts[name], fmt, values, device)
+            guarded[name] = guarded_extra(name, extras.layouts[name], op, fout, values, device)
         if op.pre_activation:
             guarded["pre"] = guarded_output("pre", (*a.shape[:-1], b.shape[-1]), extras.layouts["pre"], fout, device)
     ops = Operands(None, ga, gb, gc, guarded, dict(extras.scalars) if extras else {}, op)
@@ -133,12 +132,8 @@ def solve(variant: Variant, launch: Launch, a: np.ndarray, b: np.ndarray,
     with phases.timed("reference"):
         product = numpy_ref.product(ga.view, gb.view)
     partials = oracles.output_partials(variant, fin.name, config, torch.device(device).type)
-    if op.has_epilogue:
-        allow, got = oracles.epilogue_outputs(ops, variant.precision, product, partials)["C"]
-        return Run(got, allow)
-    oracles.all_written(gc.view, product.value, unwritten_bits(fout))
-    allow = oracles.reference_allowance(product, a.shape[-1], fin.name, variant.precision, fout.name, partials)
-    return Run(numpy_ref.to_float64(gc.view), allow)
+    allow, got = oracles.outputs(ops, variant.precision, product, partials)["C"]
+    return Run(got, allow)
 
 
 def _aligned(variant: Variant, layout: Layout, shape: tuple[int, ...], fmt: Format) -> Layout:

@@ -452,6 +452,17 @@ def _extra_shapes(case: GemmCase, operation: Operation) -> dict[str, tuple[int, 
     return {name: shape for name, shape in shapes.items() if present[name]}
 
 
+def extra_format(operation: Operation, name: str, out: Format) -> Format:
+    """An epilogue input's number format: the bias's own where the operation declares one, else C's."""
+    return by_name(name_of(operation.bias_dtype)) if name == "bias" and operation.bias_dtype else out
+
+
+def guarded_extra(name: str, layout: Layout | Vector, operation: Operation, out: Format, values: np.ndarray | tuple,
+                  device) -> Guarded:
+    """An epilogue input (bias, c_in, residual) placed as `guarded_input` places A and B, in its format."""
+    return guarded_input({"c_in": "C_in"}.get(name, name), layout, extra_format(operation, name, out), values, device)
+
+
 def extra_values(case: GemmCase, operation: Operation) -> dict[str, np.ndarray]:
     """The float64 values drawn for the epilogue's inputs (bias, c_in, residual), before quantization:
     from the case's value profile (its landmarks in the bias, or without one in C_in, when the case's
@@ -463,7 +474,7 @@ def extra_values(case: GemmCase, operation: Operation) -> dict[str, np.ndarray]:
     for i, name in enumerate(("bias", "c_in", "residual")):
         if name not in shapes:
             continue
-        fmt = by_name(name_of(operation.bias_dtype)) if name == "bias" and operation.bias_dtype else out
+        fmt = extra_format(operation, name, out)
         rng = np.random.default_rng([case.seed, 3 + i])
         if epilogue.landmarks and name == aimed:
             values = rng.choice(profiles.landmarks(fmt), size=shapes[name])
@@ -496,9 +507,7 @@ def materialize(case: GemmCase, device: torch.device | str = "cpu", operation: O
     epilogue = case.epilogue or Epilogue()
     extras = {}
     for name, drawn in (extra_values(case, operation) if values else _extra_shapes(case, operation)).items():
-        fmt = by_name(name_of(operation.bias_dtype)) if name == "bias" and operation.bias_dtype else fout
-        layout = epilogue.bias if name == "bias" else getattr(epilogue, name)
-        extras[name] = guarded_input({"c_in": "C_in"}.get(name, name), layout, fmt, drawn, device)
+        extras[name] = guarded_extra(name, getattr(epilogue, name), operation, fout, drawn, device)
     if operation.pre_activation:
         extras["pre"] = guarded_output("pre", (*batch, case.M, operation.n_columns(case.N)), epilogue.pre, fout,
                                        device)
