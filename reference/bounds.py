@@ -60,6 +60,10 @@ class Arithmetic:
     input_tiny: float = 0.0
     # split-K into C: up to this many partial sums per element added in C's dtype (0: C written once)
     output_partials: int = 0
+    # tensor cores align each product by its operands' exponent fields, which for a subnormal operand
+    # is the format's smallest normal exponent: its truncation then errs as if the operand were this
+    # large (0: no such alignment, or no subnormals)
+    align_floor: float = 0.0
 
     @property
     def is_exact(self) -> bool:
@@ -97,12 +101,12 @@ def _arithmetic(input_dtype: str, precision: str) -> Arithmetic:
         return Arithmetic("int32", 0.0, int32, 0.0, 0.0, 31, int(fmt.max))
     if fmt.name.startswith("fp8"):
         return Arithmetic(f"{fmt.name}-hopper-acc", 0.0, FP32_ACC, 2.0**-FP8_ACC_BITS, FP32_ACC.min_normal,
-                          FP8_ACC_BITS, math.inf)
+                          FP8_ACC_BITS, math.inf, align_floor=fmt.min_normal)
     if fmt.name == "fp32" and precision == "tf32":
         return Arithmetic("tf32", TF32_INPUT_U, FP32_ACC, TENSOR_CORE_ACC_U, FP32_ACC.min_normal, FP32_ACC.p,
                           TF32.exact_integer_limit, FP32_ACC.min_normal)
     return Arithmetic(f"{fmt.name}-fp32acc", 0.0, FP32_ACC, TENSOR_CORE_ACC_U, FP32_ACC.min_normal, FP32_ACC.p,
-                      math.inf)
+                      math.inf, align_floor=0.0 if fmt.name == "fp32" else fmt.min_normal)
 
 
 def exact_sum_bits(input_dtype: str) -> int:
@@ -124,7 +128,8 @@ def accumulation(product: Product, k: int, arith: Arithmetic) -> np.ndarray:
     P = product.magnitude
     g_acc = gamma(k, arith.acc_u)
     e_in = 2 * arith.input_u + arith.input_u**2
-    err_acc = (e_in + (1 + e_in) * g_acc) * P + (2 * k + 1) * (1 + g_acc) * arith.acc_tiny
+    aligned = product.aligned_magnitude(arith.align_floor) if arith.align_floor else P
+    err_acc = e_in * P + (1 + e_in) * g_acc * aligned + (2 * k + 1) * (1 + g_acc) * arith.acc_tiny
     if arith.input_tiny:  # an operand that may round to 0 loses its whole product: |a| tiny + tiny |b| each
         rows, cols = product.abs_sums
         err_acc = err_acc + (1 + g_acc) * (arith.input_tiny * (rows[..., :, None] + cols[..., None, :])

@@ -142,6 +142,24 @@ def test_exactness_is_claimed_only_where_fp32_accumulation_is_exact():
     assert not bounds.exact_expected(numpy_ref.Product(np.array([[4097.0]]), np.array([[4097.0]]), True, 4097.0), tf32)
 
 
+def test_a_subnormal_operand_widens_the_bound_by_the_tensor_cores_alignment():
+    """Measured on the H100 (the grouped variant, fp16 -> fp32, K = 2): tensor cores align a subnormal
+    operand's product by the smallest normal exponent and truncated the sum to 20 bits of its larger
+    product, 5 fp32 ulps off. The bound scales that term by max(|a|, 2**-14) max(|b|, 2**-14)."""
+    a = torch.tensor([[float.fromhex("0x1.b84p0"), float.fromhex("0x1.14p-16")]], dtype=torch.float16)
+    b = torch.tensor([[float.fromhex("0x1.1p-19")], [float.fromhex("0x1.c4p-16")]], dtype=torch.float16)
+    product, arith = numpy_ref.product(a, b), bounds.arithmetic("fp16")
+    h100 = float.fromhex("0x1.d3d33p-19")
+    error = abs(h100 - product.value[0, 0])
+    assert error <= bounds.elementwise(product, 2, arith, by_name("fp32"))[0, 0]
+    from dataclasses import replace
+    assert error > bounds.elementwise(product, 2, replace(arith, align_floor=0.0), by_name("fp32"))[0, 0]
+    # operands with no subnormal keep the bound they had; fp32's own FMA arithmetic aligns nothing
+    normal = numpy_ref.product(a.clamp(min=1.0), b.clamp(min=1.0))
+    assert np.array_equal(normal.aligned_magnitude(2.0**-14), normal.magnitude)
+    assert bounds.arithmetic("fp32").align_floor == 0.0 and bounds.arithmetic("bf16").align_floor == 2.0**-126
+
+
 def test_the_torch_ratio_compares_a_result_with_torch_matmuls_error(backend):
     from gemm_fuzz import kernels
     from gemm_fuzz.properties.judge import oracles
