@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, fields, replace
 
 import torch
 
-from gemm_fuzz.kernels.dtypes import ALL_DTYPES
+from gemm_fuzz.kernels.dtypes import ALL_DTYPES, SCALED_DTYPES
 from gemm_fuzz.kernels.operation import PLAIN, Operation
 from gemm_fuzz.kernels.registry import SAME_DTYPE, BlockShape, Config, Requirements, Variant
 
@@ -51,7 +51,7 @@ class Contract:
     operation: Operation = PLAIN
 
     def __post_init__(self):
-        _check_dtypes(self.dtypes)
+        _check_dtypes(self.dtypes, self.operation if isinstance(self.operation, Operation) else PLAIN)
         object.__setattr__(self, "dtypes", {d: tuple(outs) for d, outs in self.dtypes.items()})
         if self.precision not in ("ieee", "tf32"):
             raise ValueError(f"contract: precision={self.precision!r}; expected 'ieee' or 'tf32'")
@@ -100,21 +100,24 @@ class Contract:
                        partial_sums_in_output=self.partial_sums_in_output, operation=self.operation)
 
 
-def _check_dtypes(dtypes) -> None:
+def _check_dtypes(dtypes, operation: Operation = PLAIN) -> None:
     example = "e.g. {torch.float16: (torch.float16, torch.float32), torch.int8: (torch.int32,)}"
+    pairs = SCALED_DTYPES if operation.scaled else ALL_DTYPES
     if not isinstance(dtypes, Mapping) or not dtypes:
         raise ValueError(f"contract: dtypes={dtypes!r}; expected a dict of input dtype -> output dtypes, {example}")
     for d, outs in dtypes.items():
-        if d not in ALL_DTYPES:
-            raise ValueError(f"contract: input dtype {d!r} is not one the suite tests; it tests "
-                             f"{', '.join(_name(x) for x in ALL_DTYPES)}")
+        if d not in pairs:
+            raise ValueError(f"contract: input dtype {d!r} is not one the suite tests"
+                             f"{' as scaled codes' if operation.scaled else ''}; it tests "
+                             f"{', '.join(_name(x) for x in pairs)}")
         if not isinstance(outs, (tuple, list)) or not outs:
             raise ValueError(f"contract: dtypes[{_name(d)}] = {outs!r}; expected a non-empty tuple of output "
                              f"dtypes, {example}")
-        wrong = [o for o in outs if o not in ALL_DTYPES[d]]
+        wrong = [o for o in outs if o not in pairs[d]]
         if wrong:
             raise ValueError(f"contract: {_name(d)} inputs into {', '.join(map(_name, wrong))} is not a pair the "
-                             f"suite tests; {_name(d)} inputs go into {', '.join(map(_name, ALL_DTYPES[d]))}")
+                             f"suite tests; {_name(d)} {'codes' if operation.scaled else 'inputs'} go into "
+                             f"{', '.join(map(_name, pairs[d]))}")
 
 
 def contract(**declared) -> Callable:

@@ -14,6 +14,12 @@ ALL_DTYPES = {
     torch.float8_e5m2: (torch.float32, torch.float16, torch.bfloat16),
     torch.int8: (torch.int32,),
 }
+# scaled codes (kernels/operation.py): the product of dequantized operands is a float
+SCALED_DTYPES = {
+    torch.float8_e4m3fn: (torch.bfloat16, torch.float16, torch.float32),
+    torch.float8_e5m2: (torch.bfloat16, torch.float16, torch.float32),
+    torch.int8: (torch.float16, torch.bfloat16, torch.float32),
+}
 
 
 def accumulator(dtype: torch.dtype):

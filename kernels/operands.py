@@ -163,6 +163,8 @@ def check(variant: Variant, a, b, c, extras: dict | None = None) -> tuple[int, i
             f"writes {', '.join(_dtype_name(d) for d in outs)}"
         )
     tensors = {"A": a, "B": b, "C": c, **_check_extras(variant, extras or {}, batch, M, N, c.dtype)}
+    if op.scaled:
+        tensors.update(_check_scales(variant, extras or {}, M, N, K))
     _check_machine(variant, tensors)
     outputs = {name: t for name, t in tensors.items() if name in ("C", "pre")}
     for name, t in outputs.items():
@@ -210,6 +212,31 @@ def _check_extras(variant: Variant, extras: dict, batch: tuple, M: int, N: int, 
         if t.dtype != want:
             raise TypeError(f"{extra} has dtype {_dtype_name(t.dtype)}; variant {variant.name!r} takes "
                             f"{_dtype_name(want)} there")
+        tensors[extra] = t
+    return tensors
+
+
+_SCALE_SHAPES = {("a", "tensor"): "1", ("a", "row"): "M", ("a", "group"): "M x ceil(K / group_k)",
+                 ("b", "tensor"): "1", ("b", "col"): "N", ("b", "group"): "ceil(K / group_k) x N",
+                 ("b", "block"): "ceil(K / group_k) x ceil(N / group_n)"}
+
+
+def _check_scales(variant: Variant, extras: dict, M: int, N: int, K: int) -> dict:
+    """a_scale and b_scale: fp32 tensors of the shapes their granularity gives (kernels/operation.py)."""
+    op = variant.operation
+    if op.k_multiple_of_group and K % op.group_k:
+        raise ValueError(f"K = {K} is not a multiple of group_k = {op.group_k}, which variant {variant.name!r} "
+                         "needs (its contract says k_multiple_of_group)")
+    tensors = {}
+    for extra in ("a_scale", "b_scale"):
+        t = extras[extra]
+        shape = op.scale_shape(extra[0], M, N, K)
+        _check_tensor(extra, t, _SCALE_SHAPES[extra[0], getattr(op, extra)])
+        if tuple(t.shape) != shape:
+            raise ValueError(f"{extra} has shape {tuple(t.shape)}; expected {shape} ({getattr(op, extra)} scales "
+                             f"of {'A' if extra == 'a_scale' else 'B'}, M, N, K = {M}, {N}, {K})")
+        if t.dtype != torch.float32:
+            raise TypeError(f"{extra} has dtype {_dtype_name(t.dtype)}; scales are float32")
         tensors[extra] = t
     return tensors
 

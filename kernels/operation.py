@@ -19,8 +19,20 @@ read (`alpha_zero_skips_ab`, off by default: most kernels compute 0 * (A @ B), a
 FUNC receives each extra by keyword: bias, c_in, alpha, beta, residual, pre (the second output), or
 the names `names` maps them to. Scalars arrive as Python floats. The epilogue's arithmetic is fp32
 (`epilogue_dtype="fp32"`) or C's own dtype ("out": each step rounded there); a bias has its own dtype
-(`bias_dtype`, default C's). Parts 2 and 3 of the family (scaled operands, groups) extend this same
-declaration.
+(`bias_dtype`, default C's).
+
+Scaled operands (fp8 or int8 codes with fp32 scales): the product is of the dequantized operands,
+A[m, k] * a_scale(m, k) and B[k, n] * b_scale(k, n), computed as real kernels do, a partial dot of codes
+scaled afterwards (DeepSeek/vLLM block fp8, FBGEMM row-wise fp8, int8 w8a8); the epilogue follows.
+FUNC receives `a_scale` and `b_scale` (fp32 tensors, any strides) shaped by their granularity:
+
+  a_scale "tensor" (1,)   "row" (M,): per token      "group" (M, ceil(K / group_k)): 1 x group_k along K
+  b_scale "tensor" (1,)   "col" (N,): per channel    "group" (ceil(K / group_k), N): group_k x 1
+          "block" (ceil(K / group_k), ceil(N / group_n)): group_k x group_n blocks (DeepSeek's 128 x 128)
+
+B's scales are oriented as B is, (K, N); a kernel that takes them as (N, K) passes `b_scale.T`.
+`k_multiple_of_group`: the kernel needs K % group_k == 0 (it asserts it); otherwise K's last group is
+partial and masked.
 """
 
 from __future__ import annotations
@@ -31,7 +43,11 @@ from dataclasses import dataclass, fields
 import torch
 
 ACTIVATIONS = ("relu", "leaky_relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh")
-EXTRAS = ("bias", "c_in", "alpha", "beta", "residual", "pre")  # what FUNC may receive besides a, b, c
+# what FUNC may receive besides a, b, c
+EXTRAS = ("bias", "c_in", "alpha", "beta", "residual", "pre", "a_scale", "b_scale")
+A_SCALES = {"tensor": "one for A", "row": "one per row of A (per token)", "group": "1 x group_k along K"}
+B_SCALES = {"tensor": "one for B", "col": "one per column of B (per channel)", "group": "group_k x 1 along K",
+            "block": "group_k x group_n blocks"}
 _BIAS_AXES = {"n": "one per column (length N)", "m": "one per row (length M)"}
 _FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 _POSITIONAL = ("a", "b", "c", "config")  # what FUNC takes besides the extras
@@ -55,6 +71,11 @@ class Operation:
     epilogue_dtype: str = "fp32"  # "fp32", or "out": every epilogue step rounded in C's dtype
     # extra -> the keyword FUNC takes it as (held as sorted pairs, so an Operation hashes)
     names: Mapping[str, str] | tuple = ()
+    a_scale: str | None = None  # one of A_SCALES: the operands are codes, dequantized by their scales
+    b_scale: str | None = None  # one of B_SCALES
+    group_k: int = 128  # K elements a group (or block) scale covers
+    group_n: int = 128  # N elements a block scale covers
+    k_multiple_of_group: bool = False  # the kernel needs K % group_k == 0
 
     def __post_init__(self):
         def wrong(what: str, expected: str):
@@ -81,6 +102,18 @@ class Operation:
             if self.alpha or self.beta or self.bias or self.residual:
                 wrong("a gated operation with alpha, beta, bias or residual", "gated kernels with only their "
                       "activation (and pre_activation)")
+        if (self.a_scale is None) != (self.b_scale is None):
+            wrong(f"a_scale={self.a_scale!r} with b_scale={self.b_scale!r}", "both operands scaled, or neither")
+        if self.a_scale is not None and self.a_scale not in A_SCALES:
+            wrong(f"a_scale={self.a_scale!r}", "; ".join(f"'{k}' ({v})" for k, v in A_SCALES.items()))
+        if self.b_scale is not None and self.b_scale not in B_SCALES:
+            wrong(f"b_scale={self.b_scale!r}", "; ".join(f"'{k}' ({v})" for k, v in B_SCALES.items()))
+        for name in ("group_k", "group_n"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                wrong(f"{name}={value!r}", "a positive int (elements a scale covers)")
+        if self.scaled and (self.gated or self.batched):
+            wrong("scaled operands with a gated or batched operation", "scales on 2-D, ungated products (for now)")
         if self.epilogue_dtype not in ("fp32", "out"):
             wrong(f"epilogue_dtype={self.epilogue_dtype!r}", "'fp32' or 'out' (C's dtype)")
         names = dict(self.names)
@@ -94,8 +127,13 @@ class Operation:
 
     @property
     def plain(self) -> bool:
-        """C = A @ B, 2-D: the product alone."""
+        """C = A @ B, 2-D, unscaled: the product alone."""
         return self == PLAIN
+
+    @property
+    def scaled(self) -> bool:
+        """A and B are codes with scales (fp8 or int8): the product is of the dequantized operands."""
+        return self.a_scale is not None
 
     @property
     def has_epilogue(self) -> bool:
@@ -109,7 +147,8 @@ class Operation:
     def extras(self) -> tuple[str, ...]:
         """The extras FUNC receives, in EXTRAS's order."""
         present = {"bias": self.bias is not None, "c_in": self.has_c_in, "alpha": self.alpha, "beta": self.beta,
-                   "residual": self.residual, "pre": self.pre_activation}
+                   "residual": self.residual, "pre": self.pre_activation, "a_scale": self.scaled,
+                   "b_scale": self.scaled}
         return tuple(e for e in EXTRAS if present[e])
 
     def keywords(self) -> dict[str, str]:
@@ -121,9 +160,17 @@ class Operation:
         """B's columns for N columns of C (gated: gate and up, 2N)."""
         return 2 * n if self.gated else n
 
+    def scale_shape(self, operand: str, M: int, N: int, K: int) -> tuple[int, ...]:
+        """The shape of a_scale ("a") or b_scale ("b") for an M x N x K problem."""
+        groups_k, groups_n = -(-K // self.group_k), -(-N // self.group_n)
+        if operand == "a":
+            return {"tensor": (1,), "row": (M,), "group": (M, groups_k)}[self.a_scale]
+        return {"tensor": (1,), "col": (N,), "group": (groups_k, N), "block": (groups_k, groups_n)}[self.b_scale]
+
     def check_dtypes(self, dtypes: Mapping[torch.dtype, tuple]) -> None:
-        """An epilogue is float arithmetic: integer inputs take it with the scaled operands of part 2."""
-        if self.has_epilogue:
+        """An epilogue is float arithmetic: integer inputs take it only as scaled codes (their product is a
+        float; which codes and outputs are tested is kernels.dtypes.SCALED_DTYPES)."""
+        if self.has_epilogue and not self.scaled:
             wrong = [d for d in dtypes if not d.is_floating_point]
             if wrong:
                 raise ValueError(f"operation: an epilogue on {', '.join(str(d) for d in wrong)} inputs; the epilogue "
@@ -152,6 +199,10 @@ class Operation:
             text += f", slope {self.slope}"
         if self.pre_activation:
             text += "; pre = " + ("A @ B" if self.gated else "the activation's argument")
+        if self.scaled:
+            text += (f"; A, B scaled: a_scale {self.a_scale}, b_scale {self.b_scale}"
+                     + (f", group_k {self.group_k}" if "group" in (self.a_scale, self.b_scale) or self.b_scale == "block"
+                        else "") + (f", group_n {self.group_n}" if self.b_scale == "block" else ""))
         return ("batched: " if self.batched else "") + text
 
 

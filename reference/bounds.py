@@ -121,14 +121,16 @@ def gamma(k: int, u: float) -> float:
     return k * u / (1 - k * u)
 
 
-def accumulation(product: Product, k: int, arith: Arithmetic) -> np.ndarray:
+def accumulation(product: Product, k: int, arith: Arithmetic, aligned: np.ndarray | None = None) -> np.ndarray:
     """Upper bound on |s - product.value| for every element, s the sum a correct kernel holds before it
     rounds to C (or, split-K into C, before its partial sums are added there): the reference's own
-    error and the accumulation's."""
+    error and the accumulation's. `aligned`: the scale of the accumulator's truncation where the caller
+    knows it better (scaled codes); by default |A| @ |B| with subnormal operands lifted (align_floor)."""
     P = product.magnitude
     g_acc = gamma(k, arith.acc_u)
     e_in = 2 * arith.input_u + arith.input_u**2
-    aligned = product.aligned_magnitude(arith.align_floor) if arith.align_floor else P
+    if aligned is None:
+        aligned = product.aligned_magnitude(arith.align_floor) if arith.align_floor else P
     err_acc = e_in * P + (1 + e_in) * g_acc * aligned + (2 * k + 1) * (1 + g_acc) * arith.acc_tiny
     if arith.input_tiny:  # an operand that may round to 0 loses its whole product: |a| tiny + tiny |b| each
         rows, cols = product.abs_sums

@@ -310,13 +310,12 @@ def _bias(values: np.ndarray, axis: str) -> np.ndarray:
     return values[None, :] if axis == "n" else values[:, None]
 
 
-def allowances(product: Product, k: int, arith: bounds.Arithmetic, op, extras: dict, scalars: dict,
-               out: Format) -> dict[str, bounds.Allowance]:
+def allowances(p: Term, op, extras: dict, scalars: dict, out: Format) -> dict[str, bounds.Allowance]:
     """What a correct kernel computing `op` (a kernels.operation.Operation, read by its fields) may store
-    in C and, where it has one, in its second output `pre`, from the product and the extras' values
-    (float64: bias, c_in, residual) and scalars (alpha, beta)."""
+    in C and, where it has one, in its second output `pre`, from the accumulated product `p`
+    (`product_term`, or reference.scaled's for scaled operands) and the extras' values (float64: bias,
+    c_in, residual) and scalars (alpha, beta)."""
     ar = arithmetic(op.epilogue_dtype, out)
-    p = product_term(product, k, arith)
     found = {}
     if op.gated:
         if op.pre_activation:

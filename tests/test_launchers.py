@@ -32,13 +32,16 @@ def _operands(variant, device, m=4, n=6, k=5):
     return make(*batch, m, k), make(*batch, k, variant.operation.n_columns(n)), _unwritten((*batch, m, n), out, device)
 
 
-def _extras(variant, c) -> dict:
-    """Right extras for the variant's operation (none for C = A @ B), by the keywords it takes them as."""
+def _extras(variant, c, k=5) -> dict:
+    """Right extras for the variant's operation (none for C = A @ B), by the keywords it takes them as
+    (scales for _operands' K)."""
     op = variant.operation
     *batch, m, n = c.shape
     make = {"bias": lambda: torch.ones(n if op.bias == "n" else m, dtype=op.bias_dtype or c.dtype, device=c.device),
             "c_in": lambda: torch.ones_like(c), "residual": lambda: torch.ones_like(c), "alpha": lambda: 1.0,
-            "beta": lambda: 1.0, "pre": lambda: _unwritten((*batch, m, op.n_columns(n)), c.dtype, c.device)}
+            "beta": lambda: 1.0, "pre": lambda: _unwritten((*batch, m, op.n_columns(n)), c.dtype, c.device),
+            "a_scale": lambda: torch.ones(op.scale_shape("a", m, n, k), device=c.device),
+            "b_scale": lambda: torch.ones(op.scale_shape("b", m, n, k), device=c.device)}
     return {keyword: make[extra]() for extra, keyword in op.keywords().items()}
 
 
@@ -95,12 +98,11 @@ def test_refuses_meta_tensors(variant, backend):
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_refuses_operands_that_require_grad(variant, backend):
     a, b, c = _operands(variant, backend.device)
-    if not a.is_floating_point():
-        a, b, c = a.half(), b.half(), c.half()
+    grads = lambda t: (t if t.is_floating_point() else t.half()).clone().requires_grad_()  # noqa: E731 int8: as fp16
     grad = r"{} requires grad: the kernels write into C as torch's out= functions do.*pass {}.detach\(\)"
-    _refused(variant, a.clone().requires_grad_(), b, c, ValueError, grad.format("A", "A"))
-    _refused(variant, a, b.clone().requires_grad_(), c, ValueError, grad.format("B", "B"))
-    _refused(variant, a, b, c.clone().requires_grad_(), ValueError, grad.format("C", "C"))
+    _refused(variant, grads(a), b, c, ValueError, grad.format("A", "A"))
+    _refused(variant, a, grads(b), c, ValueError, grad.format("B", "B"))
+    _refused(variant, a, b, grads(c), ValueError, grad.format("C", "C"))
 
 
 @pytest.mark.gpu

@@ -460,3 +460,48 @@ register(Mutant(
     why="gate = 1 stores silu(1) = 0.73 where the exact product 1 belongs",
     caught_as="NotBitExact",
 ))
+
+# --- the family: scaled operands (block_fp8, rowwise_fp8, int8_scaled) ----------------------------------
+
+BLOCK_FP8_GROUP = "        group = (k * BK) // GROUP_K\n"
+BLOCK_FP8_A_SCALE = ("        a_s = tl.load(as_ptr + offs_m * stride_as_m + group * stride_as_k, mask=offs_m < M, "
+                     "other=0.0)\n")
+ROWWISE_A_SCALE = "    a_s = tl.load(as_ptr + offs_m * stride_as, mask=offs_m < M, other=0.0)\n"
+ROWWISE_APPLY = "    acc = acc * a_s[:, None] * b_s[None, :]\n"
+
+register(Mutant(
+    name="block_fp8_scale_per_tile", parent="block_fp8",
+    edits=(Edit(BLOCK_FP8_GROUP, "        group = k\n"),),
+    bug="one scale per K tile: the scale's group index is the tile's, wrong once a group spans several tiles",
+    dtype="fp8e4m3", smallest=dict(M=1, N=1, K=17),
+    why="K = 17 is a second K tile (BK = 16) still in group 0: the mutant reads a_scale[0, 1], past a_scale's "
+        "one group column; K <= 16 is one tile, the group's own",
+    caught_as="OutOfBoundsAccess", unaffected=dict(K=16),
+))
+register(Mutant(
+    name="block_fp8_unmasked_scale_rows", parent="block_fp8",
+    edits=(Edit(BLOCK_FP8_A_SCALE, "        a_s = tl.load(as_ptr + offs_m * stride_as_m + group * stride_as_k)\n"),),
+    bug="a_scale load without a mask: a ragged M tile reads scales of rows past M (C may still be right)",
+    dtype="fp8e4m3", smallest=dict(M=1, N=1, K=1),
+    why="M = 1 < BM = 16 loads a_scale[1..15, 0], past a_scale's one row; the stored rows are masked, so only "
+        "the sanitizer sees it",
+    caught_as="OutOfBoundsAccess", unaffected=dict(M=16),
+))
+register(Mutant(
+    name="rowwise_fp8_row_scale_per_column", parent="rowwise_fp8",
+    edits=(Edit(ROWWISE_A_SCALE, "    a_s = tl.load(as_ptr + offs_n * stride_as, mask=offs_n < N, other=0.0)\n"),
+           Edit(ROWWISE_APPLY, "    acc = acc * a_s[None, :] * b_s[None, :]\n")),
+    bug="the per-row scale of A applied per column",
+    dtype="fp8e4m3", smallest=dict(M=1, N=2, K=1),
+    why="column 1 reads a_scale[1], past the one row's scale; with N = 1 only a_scale[0] is read, the right one",
+    caught_as="OutOfBoundsAccess", unaffected=dict(N=1),
+))
+register(Mutant(
+    name="int8_scaled_even_k_by_parity", parent="int8_scaled",
+    edits=(Edit('EVEN_K=K % cfg["BK"] == 0', "EVEN_K=K % 2 == 0"),),
+    bug="the K-tail predicate taken as K % 2 == 0 instead of K % BK == 0: an even K past a tile loads unmasked",
+    dtype="int8", smallest=dict(M=1, N=1, K=2),
+    why="K = 2 is even but not a multiple of BK = 16: A's row is read past its 2 elements; K = 1 is odd and "
+        "masked",
+    caught_as="OutOfBoundsAccess", unaffected=dict(K=1),
+))

@@ -18,7 +18,6 @@ from gemm_fuzz.properties.judge.failures import GemmFailure, SuiteError
 from gemm_fuzz.properties.judge.relations import Run, paired
 from gemm_fuzz.properties.model import strategies, stratified
 from gemm_fuzz.properties.model.cases import materialize
-from gemm_fuzz.reference import numpy_ref
 
 SIZED = dict(device_type="cuda", max_dim=96)
 
@@ -47,7 +46,7 @@ class CrossBackend(Check):
             resolved = variant or runner.resolve(example.variant)
             case = example.case
             ops = materialize(case, "cpu", resolved.operation)
-            product = numpy_ref.product(ops.a.view, ops.b.view)
+            product = oracles.product_of(ops)
             partials = oracles.output_partials(resolved, case.dtype, case.config, runner.backend.device.type)
             allow = oracles.allowances(ops, resolved.precision, product, partials)["C"]
             runs = [Run(interpreted, allow), Run(compiled, allow)]

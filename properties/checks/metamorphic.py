@@ -44,6 +44,8 @@ SHIFTS = (1.0, -0.5, 2.0)
 
 
 def _example(variant, case, scale: int, pad: int, split: int, problem: int = 0) -> Example:
+    if variant.operation.scaled:  # no relation of scaled operands yet: the judged run alone
+        return Example("metamorphic", variant.name, case, ())
     if not variant.operation.plain:  # the family's relations (properties/judge/family_relations.py)
         batched = (("problem", problem % case.problems), ("reverse", True)) if variant.operation.batched else ()
         params = (("pad", pad), *batched, ("shift", SHIFTS[abs(scale) % len(SHIFTS)]), ("double", True))

@@ -12,7 +12,8 @@ test_core.py), to measure the suite against: what a conventional GEMM test catch
   reference  np.matmul in the input dtype (bf16: in fp32; int8: in int64)
   verdict    np.testing.assert_allclose with rtol 0.01 and atol 1e-2 for fp16 outputs, 1e-3 for fp32
   family     an epilogue's extras as its own tests pass them (normal x 0.1, alpha = beta = 1, contiguous),
-             the formula in float64; batched: two problems, packed
+             the formula in float64; batched: two problems, packed; scaled codes: scales uniform in
+             [0.5, 1.5], the dequantized product in float64
 
 test_dot runs one program whose block is the whole matrix; here each variant's own launcher runs
 (its grid and blocks), so the shapes, all multiples of 16 but three, rarely leave a partial tile.
@@ -40,7 +41,7 @@ import torch
 
 from gemm_fuzz.kernels import mutants
 from gemm_fuzz.kernels import operands as launcher_checks
-from gemm_fuzz.reference import epilogue
+from gemm_fuzz.reference import epilogue, scaled
 
 # The distinct (M, N, K) of test_dot's lists, in its order
 TEST_DOT_SHAPES = (
@@ -91,15 +92,18 @@ def check_shape(variant, M: int, N: int, K: int, dtype: str) -> bool:
     batch = (BATCH,) if op.batched else ()
     x, y = operands(M, op.n_columns(N), K, dtype, batch)
     a, b = torch.from_numpy(x).to(TORCH[dtype]), torch.from_numpy(y).to(TORCH[dtype])
-    out = OUT.get(dtype, TORCH[dtype])
+    out = variant.dtypes[TORCH[dtype]][0] if op.scaled else OUT.get(dtype, TORCH[dtype])
     c = torch.zeros((*batch, M, N), dtype=out)
-    extras = epilogue_operands(op, batch, M, N, out)
+    extras = epilogue_operands(op, batch, M, N, out, K)
     try:
         launcher_checks.check(variant, a, b, c, extras)
     except (TypeError, ValueError):
         return False
     variant.launch(a, b, c, **{op.keywords()[name]: value for name, value in extras.items()})
     expected = np.matmul(x.astype(np.int64), y.astype(np.int64)) if dtype == "int8" else np.matmul(x, y)
+    if op.scaled:  # the dequantized product, as a scaled kernel's own test computes it
+        x2, y2, _ = scaled.dequantized(op, a, b, extras["a_scale"], extras["b_scale"])
+        expected = np.matmul(x2, y2)
     if op.has_epilogue:
         expected = _epilogue(op, expected.astype(np.float64), extras)
         if "pre" in extras:
@@ -112,20 +116,25 @@ def check_shape(variant, M: int, N: int, K: int, dtype: str) -> bool:
 BATCH = 2  # a batched kernel's problems: two, packed
 
 
-def epilogue_operands(op, batch: tuple, M: int, N: int, out: torch.dtype) -> dict:
+def epilogue_operands(op, batch: tuple, M: int, N: int, out: torch.dtype, K: int = 1) -> dict:
     """The extras as a conventional test passes them: bias, C_in and residual normal x 0.1 from
-    RandomState(18), contiguous; alpha and beta 1 (torch.addmm's defaults); `pre` zeroed."""
+    RandomState(18), contiguous; alpha and beta 1 (torch.addmm's defaults); `pre` zeroed; scales
+    uniform in [0.5, 1.5]."""
     rs = np.random.RandomState(18)
     normal = (lambda *shape: torch.from_numpy(rs.normal(0, 0.1, shape)).to(op.bias_dtype or out))
     made = {"bias": lambda: normal(N if op.bias == "n" else M), "c_in": lambda: normal(*batch, M, N).to(out),
             "residual": lambda: normal(*batch, M, N).to(out), "alpha": lambda: 1.0, "beta": lambda: 1.0,
-            "pre": lambda: torch.zeros((*batch, M, op.n_columns(N)), dtype=out)}
+            "pre": lambda: torch.zeros((*batch, M, op.n_columns(N)), dtype=out),
+            # scales as calibration gives them (amax / the format's largest), positive and around 1
+            "a_scale": lambda: torch.from_numpy(rs.uniform(0.5, 1.5, op.scale_shape("a", M, N, K))).float(),
+            "b_scale": lambda: torch.from_numpy(rs.uniform(0.5, 1.5, op.scale_shape("b", M, N, K))).float()}
     return {name: made[name]() for name in op.extras()}
 
 
 def _epilogue(op, product: np.ndarray, extras: dict) -> dict:
     """The operation on the float64 product, as a conventional test writes it with torch's functions."""
-    values = {k: v.double().numpy() if isinstance(v, torch.Tensor) else v for k, v in extras.items()}
+    values = {k: v.double().numpy() if isinstance(v, torch.Tensor) else v for k, v in extras.items()
+              if k not in ("a_scale", "b_scale")}
     if op.gated:
         n = product.shape[-1] // 2
         gate, up = ((product[..., :n], product[..., n:]) if op.gated == "concat"

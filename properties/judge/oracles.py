@@ -17,8 +17,8 @@ import torch
 from gemm_fuzz.properties import phases
 from gemm_fuzz.properties.judge import compare
 from gemm_fuzz.properties.judge.failures import InputModified, NotWritten, ValueOutOfBound, WriteOutsideC
-from gemm_fuzz.properties.model.cases import Guarded, Operands, raw, signed, unwritten_bits
-from gemm_fuzz.reference import bounds, epilogue, numpy_ref, torch_ref
+from gemm_fuzz.properties.model.cases import SCALES, Guarded, Operands, raw, signed, unwritten_bits
+from gemm_fuzz.reference import bounds, epilogue, numpy_ref, scaled, torch_ref
 from gemm_fuzz.reference.formats import by_name, name_of
 from gemm_fuzz.reference.numpy_ref import to_float64
 
@@ -125,8 +125,7 @@ def against_reference(ops: Operands, precision: str, product: numpy_ref.Product 
     case = ops.case
     memory(ops)
     if product is None:
-        with phases.timed("reference"):
-            product = numpy_ref.product(ops.a.view, ops.b.view)
+        product = product_of(ops)
     allow, got = outputs(ops, precision, product, partials)["C"]
     try:
         ratio = compare.values(got, allow)
@@ -146,10 +145,28 @@ def allowances(ops: Operands, precision: str, product: numpy_ref.Product, partia
     dtype, out = name_of(ops.a.view.dtype), by_name(name_of(ops.c.view.dtype))
     k = ops.a.view.shape[-1]
     arith = bounds.arithmetic(dtype, precision, partials)
-    if not ops.operation.has_epilogue:
+    op = ops.operation
+    if not (op.has_epilogue or op.scaled):
         return {"C": bounds.allowance(product, k, arith, out)}
-    values = {name: to_float64(g.view) for name, g in ops.extras.items() if name != "pre"}
-    return epilogue.allowances(product, k, arith, ops.operation, values, ops.scalars, out)
+    if op.scaled:
+        term = scaled.product_term(op, *scaled.scaled_product(op, ops.a.view, ops.b.view, *_scales(ops)), k, dtype)
+    else:
+        term = epilogue.product_term(product, k, arith)
+    values = {name: to_float64(g.view) for name, g in ops.extras.items() if name not in ("pre", *SCALES)}
+    return epilogue.allowances(term, op, values, ops.scalars, out)
+
+
+def _scales(ops: Operands) -> tuple[torch.Tensor, torch.Tensor]:
+    return ops.extras["a_scale"].view, ops.extras["b_scale"].view
+
+
+@phases.timed("reference")
+def product_of(ops: Operands) -> numpy_ref.Product:
+    """The float64 product a launch's outputs are judged against: of A and B, or of their dequantized
+    values (scaled operands)."""
+    if ops.operation.scaled:
+        return scaled.scaled_product(ops.operation, ops.a.view, ops.b.view, *_scales(ops))[0]
+    return numpy_ref.product(ops.a.view, ops.b.view)
 
 
 def outputs(ops: Operands, precision: str, product: numpy_ref.Product, partials: int = 0) -> dict:

@@ -22,9 +22,9 @@ import numpy as np
 import torch
 
 from gemm_fuzz.kernels.registry import Variant
-from gemm_fuzz.properties import phases
 from gemm_fuzz.properties.judge import compare, oracles
 from gemm_fuzz.properties.model.cases import (
+    SCALES,
     Epilogue,
     GemmCase,
     Layout,
@@ -66,10 +66,12 @@ def paired(expected: np.ndarray, runs: list[Run], exact: np.ndarray | bool | Non
            free: np.ndarray | None = None) -> bounds.Allowance:
     """The allowance for comparing one computed result with another: within the sum of the runs'
     bounds, bit-exactly where `exact` (default: where every run is exact), not judged where some run is
-    ambiguous (or in `free`)."""
+    ambiguous or not judged (or in `free`)."""
     ambiguous = np.zeros(expected.shape, dtype=bool) if free is None else free.copy()
-    for run in runs:
+    for run in runs:  # where a run may differ in kind, or no verdict on it is sound
         ambiguous |= run.allowance.ambiguous()
+        if run.allowance.free is not None:
+            ambiguous |= run.allowance.free
     if exact is None:
         exact = np.logical_and.reduce([run.exact for run in runs])
     none = np.zeros(expected.shape, dtype=bool)
@@ -96,10 +98,10 @@ class Extras:
     @classmethod
     def of(cls, ops: Operands) -> Extras | None:
         """The extras of a launched problem, as they are (None for C = A @ B)."""
-        if not ops.operation.has_epilogue:
+        if not (ops.operation.has_epilogue or ops.operation.scaled):
             return None
         epilogue = ops.case.epilogue or Epilogue() if ops.case is not None else Epilogue()
-        layouts = {name: getattr(epilogue, name) for name in ("bias", "c_in", "residual", "pre")}
+        layouts = {name: getattr(epilogue, name) for name in ("bias", "c_in", "residual", "pre", *SCALES)}
         values = {name: numpy_ref.to_float64(g.view) for name, g in ops.extras.items() if name != "pre"}
         return cls(values, layouts, dict(ops.scalars))
 
@@ -129,8 +131,7 @@ def solve(variant: Variant, launch: Launch, a: np.ndarray, b: np.ndarray,
     ops = Operands(None, ga, gb, gc, guarded, dict(extras.scalars) if extras else {}, op)
     launch(variant, ops)
     oracles.memory(ops)
-    with phases.timed("reference"):
-        product = numpy_ref.product(ga.view, gb.view)
+    product = oracles.product_of(ops)
     partials = oracles.output_partials(variant, fin.name, config, torch.device(device).type)
     allow, got = oracles.outputs(ops, variant.precision, product, partials)["C"]
     return Run(got, allow)

@@ -109,10 +109,19 @@ class Vector:
 SCALARS = (1.0, 0.0, -1.0, 2.0, 0.5, -0.75, 3.0, 0.1)
 
 
+# the values a case's scales take (kernels/operation.py: scaled operands), simplest first:
+#   pow2      powers of two from 1 to 16: every scaling exact, integer codes stay integers
+#   normal    fp32 values spread over 2**-8 to 2**4, as amax / 448 calibrations give
+#   specials  normal, with 0, a subnormal, the largest fp32 and NaN placed over them
+SCALE_PROFILES = ("pow2", "normal", "specials")
+
+
 @dataclass(frozen=True)
 class Epilogue:
     """The values of a case's epilogue, for a variant whose operation has one (kernels/operation.py):
-    its scalars and where its extra operands sit. Which of them the launch uses is the operation's."""
+    its scalars, where its extra operands sit, and (scaled operands) how the scales are laid out and
+    which values they take. Which of them the launch uses is the operation's. A 1-D scale tensor sits as
+    the one row of its layout: its stride is the layout's column stride."""
 
     alpha: float = 1.0
     beta: float = 1.0
@@ -123,8 +132,13 @@ class Epilogue:
     # the bias (or, without one, C_in) holds the activations' landmarks (profiles.LANDMARKS): 0, their
     # saturation, where gelu's tanh approximation is furthest from erf's, near overflow
     landmarks: bool = False
+    a_scale: Layout = field(default=ROW)
+    b_scale: Layout = field(default=ROW)
+    scales: str = "pow2"  # one of SCALE_PROFILES
 
     def __post_init__(self):
+        if self.scales not in SCALE_PROFILES:
+            raise ValueError(f"epilogue scales must be one of {', '.join(SCALE_PROFILES)}, got {self.scales!r}")
         for name in ("alpha", "beta"):
             if not math.isfinite(getattr(self, name)):
                 raise ValueError(f"epilogue {name} must be finite, got {getattr(self, name)}")
@@ -137,15 +151,16 @@ class Epilogue:
         parts = [f"{name}={getattr(self, name):g}" for name in ("alpha", "beta") if getattr(self, name) != 1.0]
         if self.bias != Vector():
             parts.append(f"bias:{self.bias.describe()}")
-        parts += [f"{name}:{getattr(self, name).describe()}" for name in ("c_in", "residual", "pre")
-                  if getattr(self, name) != ROW]
+        parts += [f"{name}:{getattr(self, name).describe()}"
+                  for name in ("c_in", "residual", "pre", "a_scale", "b_scale") if getattr(self, name) != ROW]
+        parts += [f"scales:{self.scales}"] if self.scales != "pow2" else []
         return " ".join(parts + (["landmarks"] if self.landmarks else []))
 
     @classmethod
     def from_dict(cls, data: dict) -> Epilogue:
         data = dict(data)
         data["bias"] = Vector(**data["bias"]) if "bias" in data else Vector()
-        for name in ("c_in", "residual", "pre"):
+        for name in ("c_in", "residual", "pre", "a_scale", "b_scale"):
             if name in data:
                 data[name] = Layout(**data[name])
         return cls(**data)
@@ -452,6 +467,41 @@ def _extra_shapes(case: GemmCase, operation: Operation) -> dict[str, tuple[int, 
     return {name: shape for name, shape in shapes.items() if present[name]}
 
 
+SCALES = ("a_scale", "b_scale")
+SCALE_FORMAT = by_name("fp32")
+
+
+def scale_shape(case: GemmCase, operation: Operation, name: str) -> tuple[int, ...]:
+    return operation.scale_shape(name[0], case.M, case.N, case.K)
+
+
+def _scale_layout(layout: Layout, values: np.ndarray | tuple) -> Layout | Vector:
+    """A scale tensor's placement: a matrix's own layout, or a vector's as the one row of it."""
+    shape = values.shape if isinstance(values, np.ndarray) else values
+    if len(shape) == 2:
+        return layout
+    return Vector(layout.strides(1, shape[0])[1] if shape[0] > 1 else 1, layout.offset)
+
+
+def scale_values(case: GemmCase, operation: Operation) -> dict[str, np.ndarray]:
+    """The float64 values drawn for a_scale and b_scale (exactly fp32), by the case's scale profile."""
+    profile = (case.epilogue or Epilogue()).scales
+    found = {}
+    for i, name in enumerate(SCALES):
+        shape = scale_shape(case, operation, name)
+        rng = np.random.default_rng([case.seed, 7 + i])
+        if profile == "pow2":
+            values = np.exp2(rng.integers(0, 5, size=shape)).astype(np.float64)  # integers stay integers
+        else:
+            values = np.exp2(rng.uniform(-8, 4, size=shape)).astype(np.float32).astype(np.float64)
+        if profile == "specials" and values.size:
+            specials = np.array([0.0, 2.0**-140, float(SCALE_FORMAT.max), np.nan])
+            where = rng.random(shape) < max(0.15, 1.0 / values.size)
+            values = np.where(where, rng.choice(specials, size=shape), values)
+        found[name] = values
+    return found
+
+
 def extra_format(operation: Operation, name: str, out: Format) -> Format:
     """An epilogue input's number format: the bias's own where the operation declares one, else C's."""
     return by_name(name_of(operation.bias_dtype)) if name == "bias" and operation.bias_dtype else out
@@ -459,7 +509,10 @@ def extra_format(operation: Operation, name: str, out: Format) -> Format:
 
 def guarded_extra(name: str, layout: Layout | Vector, operation: Operation, out: Format, values: np.ndarray | tuple,
                   device) -> Guarded:
-    """An epilogue input (bias, c_in, residual) placed as `guarded_input` places A and B, in its format."""
+    """An extra input (bias, c_in, residual; a_scale, b_scale) placed as `guarded_input` places A and B, in
+    its format (a scale vector as the one row of its layout)."""
+    if name in SCALES:
+        return guarded_input(name, _scale_layout(layout, values), SCALE_FORMAT, values, device)
     return guarded_input({"c_in": "C_in"}.get(name, name), layout, extra_format(operation, name, out), values, device)
 
 
@@ -502,10 +555,14 @@ def materialize(case: GemmCase, device: torch.device | str = "cpu", operation: O
     a = guarded_input("A", case.a, fin, va, device)
     b = guarded_input("B", case.b, fin, vb, device)
     c = guarded_output("C", (*batch, case.M, case.N), case.c, fout, device)
-    if not operation.has_epilogue:
+    if not (operation.has_epilogue or operation.scaled):
         return Operands(case, a, b, c, operation=operation)
     epilogue = case.epilogue or Epilogue()
     extras = {}
+    if operation.scaled:
+        drawn = scale_values(case, operation) if values else {n: scale_shape(case, operation, n) for n in SCALES}
+        for name, v in drawn.items():
+            extras[name] = guarded_extra(name, getattr(epilogue, name), operation, fout, v, device)
     for name, drawn in (extra_values(case, operation) if values else _extra_shapes(case, operation)).items():
         extras[name] = guarded_extra(name, getattr(epilogue, name), operation, fout, drawn, device)
     if operation.pre_activation:

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from gemm_fuzz.kernels.registry import Variant
 from gemm_fuzz.properties.model import profiles, runnable, specialization
-from gemm_fuzz.properties.model.cases import SCALARS, Epilogue, GemmCase, Layout, Vector
+from gemm_fuzz.properties.model.cases import SCALARS, SCALE_PROFILES, Epilogue, GemmCase, Layout, Vector
 from gemm_fuzz.reference.formats import by_name, name_of
 
 PRIMES = (2, 3, 5, 7, 11, 13, 31, 37, 61, 67, 127, 131, 251, 257, 509, 521)
@@ -157,10 +157,11 @@ def batch_layout(draw, variant: Variant, operand: str, layout: Layout) -> Layout
 
 
 @st.composite
-def epilogues(draw, variant: Variant, m: int, n: int, out: str) -> Epilogue:
+def epilogues(draw, variant: Variant, m: int, n: int, out: str, k: int = 1) -> Epilogue:
     """The values of an epilogue `variant`'s operation takes: alpha and beta (0, 1, -1 and others),
     a bias of stride 1, 0 or 2, the layouts of C_in, the residual and the second output, and bias (or
-    C_in) values at the activation's landmarks."""
+    C_in) values at the activation's landmarks; scaled operands, their scales' layouts and values
+    (powers of two, then calibration-like, then with 0, a subnormal, the largest fp32 and NaN)."""
     op = variant.operation
     alpha = draw(_SCALAR) if op.alpha else 1.0
     beta = draw(_SCALAR) if op.beta else 1.0
@@ -171,6 +172,11 @@ def epilogues(draw, variant: Variant, m: int, n: int, out: str) -> Epilogue:
         if present:
             found[name] = draw(layouts(variant, name, m, cols, out))
     landmarks = draw(_sampled((False, True))) if op.activation and (op.bias or op.has_c_in) else False
+    if op.scaled:  # the scale tensors' layouts (a vector's stride is its layout's column stride)
+        for name in ("a_scale", "b_scale"):
+            shape = op.scale_shape(name[0], m, n, k)
+            found[name] = draw(layouts(variant, name, *(shape if len(shape) == 2 else (1, shape[0])), "fp32"))
+        found["scales"] = draw(_sampled(SCALE_PROFILES))
     return Epilogue(float(alpha), float(beta), bias, landmarks=landmarks, **found)
 
 
@@ -210,7 +216,7 @@ def plainer(variant: Variant) -> list:
     if variant.operation.batched:  # problems packed one after the other
         extra.append(lambda case: replace(case, **{o: replace(getattr(case, o), batch_gap=0, broadcast=(
             "" if getattr(case, o).broadcast == "batch" else getattr(case, o).broadcast)) for o in "abc"}))
-    if variant.operation.has_epilogue:  # alpha = beta = 1, a plain bias and plain extras, no landmarks
+    if variant.operation.has_epilogue or variant.operation.scaled:  # alpha = beta = 1, plain extras, no landmarks
         extra += [lambda case: replace(case, epilogue=_plain_epilogue(case.epilogue, variant, case)),
                   lambda case: replace(case, epilogue=replace(case.epilogue or Epilogue(), landmarks=False)),
                   lambda case: replace(case, epilogue=replace(case.epilogue or Epilogue(), alpha=1.0, beta=1.0))]
@@ -232,8 +238,9 @@ def plainer(variant: Variant) -> list:
 def _plain_epilogue(epilogue: Epilogue | None, variant: Variant, case: GemmCase) -> Epilogue:
     """The epilogue's extras laid out plainly, its values kept."""
     epilogue = epilogue or Epilogue()
-    return replace(epilogue, bias=Vector(), **{name: plain_layout(variant, name, case.M, case.N, case.out_dtype)
-                                               for name in ("c_in", "residual", "pre")})
+    return replace(epilogue, bias=Vector(), a_scale=Layout(), b_scale=Layout(), scales="pow2",
+                   **{name: plain_layout(variant, name, case.M, case.N, case.out_dtype)
+                      for name in ("c_in", "residual", "pre")})
 
 
 def resized(case: GemmCase, variant: Variant, **dims: int) -> GemmCase:
@@ -325,8 +332,10 @@ def operation_fields(draw, variant: Variant, case: GemmCase, device_type: str, b
         if batch > GRID_LIMIT:
             case = resized(case, variant, **{d: min(getattr(case, d), BIG_BATCH_DIM) for d in "MNK"})
         case = replace(case, batch=batch, **{o: draw(batch_layout(variant, o, getattr(case, o))) for o in "abc"})
-    if op.has_epilogue:
-        case = replace(case, epilogue=draw(epilogues(variant, case.M, case.N, case.out_dtype)))
+    if op.scaled and op.k_multiple_of_group:  # the kernel asserts K % group_k == 0
+        case = resized(case, variant, K=max(1, round(case.K / op.group_k)) * op.group_k)
+    if op.has_epilogue or op.scaled:
+        case = replace(case, epilogue=draw(epilogues(variant, case.M, case.N, case.out_dtype, case.K)))
     return case
 
 
@@ -345,7 +354,14 @@ def pool_cases(variant: Variant, dtype: str, *, device_type: str, max_dim: int, 
 def blocks(variant: Variant, device_type: str) -> list[set[int]]:
     """The variant's block sizes along M, N and K on this device."""
     shapes = variant.block_shapes(device_type)
-    return [{s[i] for s in shapes} for i in range(3)]
+    found = [{s[i] for s in shapes} for i in range(3)]
+    op = variant.operation
+    if op.scaled:  # the scales' groups have boundaries too
+        if "group" in (op.a_scale, op.b_scale) or op.b_scale == "block":
+            found[2].add(op.group_k)
+        if op.b_scale == "block":
+            found[1].add(op.group_n)
+    return found
 
 
 @functools.cache

@@ -1,0 +1,175 @@
+"""Scaled operands (kernels/operation.py: fp8 and int8 codes with fp32 scales): declared where they are
+written, their scales checked at the launch, the dequantized float64 reference right for every
+granularity, and its bound sound on a right kernel and failing on kernels wrong in the ways scaled
+kernels are."""
+
+import re
+
+import numpy as np
+import pytest
+import torch
+
+from gemm_fuzz.kernels import Operation, contract, operands
+from gemm_fuzz.kernels.registry import Variant
+from gemm_fuzz.properties.judge.failures import NotBitExact, ValueOutOfBound
+from gemm_fuzz.properties.model.cases import Epilogue, GemmCase, Layout, materialize
+from gemm_fuzz.properties.run import runner
+from gemm_fuzz.reference import scaled
+
+FP8 = {torch.float8_e4m3fn: (torch.bfloat16, torch.float16, torch.float32)}
+INT8 = {torch.int8: (torch.float16, torch.bfloat16, torch.float32)}
+BLOCK = Operation(a_scale="group", b_scale="block", group_k=8, group_n=4)
+
+
+def _loop_scales(op: Operation, a_scale, b_scale, M, N, K):
+    """Each element's scale, by the granularity's definition, one element at a time."""
+    sa, sb = np.zeros((M, K)), np.zeros((K, N))
+    for m in range(M):
+        for k in range(K):
+            where = {"tensor": (0,), "row": (m,), "group": (m, k // op.group_k)}[op.a_scale]
+            sa[m, k] = a_scale[where]
+    for k in range(K):
+        for n in range(N):
+            where = {"tensor": (0,), "col": (n,), "group": (k // op.group_k, n),
+                     "block": (k // op.group_k, n // op.group_n)}[op.b_scale]
+            sb[k, n] = b_scale[where]
+    return sa, sb
+
+
+def _fake(op: Operation, dtypes=FP8, wrong=None, name: str = "fake") -> Variant:
+    """A variant computing the scaled product with torch: partial dots of codes per K group in float64,
+    each scaled, summed, one rounding into C. `wrong(sa, sb)` may change the per-element scales used."""
+
+    def launch(a, b, c, config=None, **scales):
+        operands.check(variant, a, b, c, scales)
+        M, K = a.shape
+        N = b.shape[1]
+        sa, sb = _loop_scales(op, scales["a_scale"].double().numpy(), scales["b_scale"].double().numpy(), M, N, K)
+        if wrong is not None:
+            sa, sb = wrong(sa, sb)
+        y = (torch.from_numpy(a.double().numpy() * sa) @ torch.from_numpy(b.double().numpy() * sb))
+        c.copy_(y.to(c.dtype))
+
+    variant = Variant(name, launch, dtypes, "ieee", {"cpu": (dict(BM=16, BN=16, BK=16),)}, "a test double",
+                      operation=op)
+    return variant
+
+
+def _cases(dtype="fp8e4m3", out="fp32", profiles=("normal", "uniform", "small_ints")):
+    for i, (m, n, k) in enumerate([(1, 1, 1), (5, 9, 17), (16, 7, 33), (3, 13, 8)]):
+        for scales in ("pow2", "normal", "specials"):
+            layouts = dict(a_scale=Layout("col", pad=i), b_scale=Layout(step=1 + i % 2))
+            yield GemmCase(m, n, k, dtype, out, profile=profiles[i % len(profiles)], seed=i,
+                           epilogue=Epilogue(scales=scales, **layouts))
+
+
+# --- the declaration ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("declared, message", [
+    (dict(a_scale="row"), "a_scale='row' with b_scale=None; expected both operands scaled, or neither"),
+    (dict(a_scale="token", b_scale="col"), "a_scale='token'; expected 'tensor' (one for A); 'row'"),
+    (dict(a_scale="row", b_scale="row"), "b_scale='row'; expected 'tensor' (one for B); 'col'"),
+    (dict(a_scale="group", b_scale="group", group_k=0), "group_k=0; expected a positive int"),
+    (dict(a_scale="row", b_scale="col", batched=True), "scaled operands with a gated or batched operation"),
+])
+def test_a_wrong_scaled_operation_fails_where_it_is_declared(declared, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        Operation(**declared)
+
+
+def test_a_contract_refuses_scales_on_operands_that_are_not_codes():
+    scaled_op = Operation(a_scale="row", b_scale="col")
+    with pytest.raises(ValueError, match=re.escape("input dtype torch.float16 is not one the suite tests as scaled")):
+        contract(dtypes={torch.float16: (torch.float16,)}, operation=scaled_op)
+    with pytest.raises(ValueError, match=re.escape("int8 inputs into int32 is not a pair the suite tests; int8 codes "
+                                                   "go into float16, bfloat16, float32")):
+        contract(dtypes={torch.int8: (torch.int32,)}, operation=scaled_op)
+    assert contract(dtypes=INT8, operation=scaled_op)
+
+
+def test_scale_shapes_follow_their_granularity():
+    op = Operation(a_scale="group", b_scale="block", group_k=32, group_n=16)
+    assert op.scale_shape("a", 5, 40, 65) == (5, 3) and op.scale_shape("b", 5, 40, 65) == (3, 3)
+    op = Operation(a_scale="tensor", b_scale="group", group_k=32)
+    assert op.scale_shape("a", 5, 40, 65) == (1,) and op.scale_shape("b", 5, 40, 65) == (3, 40)
+    assert Operation(a_scale="row", b_scale="col").scale_shape("b", 5, 40, 65) == (40,)
+    assert Operation(a_scale="row", b_scale="col").extras() == ("a_scale", "b_scale")
+
+
+@pytest.mark.parametrize("change, error, message", [
+    (lambda x: {**x, "a_scale": x["a_scale"][:, :1]}, ValueError, "a_scale has shape (5, 1); expected (5, 3)"),
+    (lambda x: {**x, "b_scale": x["b_scale"].half()}, TypeError, "b_scale has dtype float16; scales are float32"),
+    (lambda x: {**x, "b_scale": x["b_scale"].flatten()}, ValueError,
+     "b_scale must be 2-D (ceil(K / group_k) x ceil(N / group_n))"),
+    (lambda x: {"a_scale": x["a_scale"]}, TypeError, "missing extra(s) b_scale"),
+])
+def test_a_launch_with_wrong_scales_names_the_scale(change, error, message):
+    variant = _fake(BLOCK)
+    a, b = torch.zeros(5, 17).to(torch.float8_e4m3fn), torch.zeros(17, 6).to(torch.float8_e4m3fn)
+    c = torch.full((5, 6), float("nan"))
+    scales = {"a_scale": torch.ones(5, 3), "b_scale": torch.ones(3, 2)}
+    with pytest.raises(error, match=re.escape(message)):
+        variant.launch(a, b, c, **change(scales))
+    assert torch.isnan(c).all()  # nothing written
+
+
+def test_a_kernel_that_needs_whole_groups_says_so():
+    op = Operation(a_scale="group", b_scale="group", group_k=8, k_multiple_of_group=True)
+    a, b = torch.zeros(2, 12).to(torch.float8_e4m3fn), torch.zeros(12, 3).to(torch.float8_e4m3fn)
+    with pytest.raises(ValueError, match=re.escape("K = 12 is not a multiple of group_k = 8")):
+        _fake(op).launch(a, b, torch.zeros(2, 3), a_scale=torch.ones(2, 2), b_scale=torch.ones(2, 3))
+
+
+# --- the reference and its bound --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", [BLOCK, Operation(a_scale="tensor", b_scale="group", group_k=5),
+                                Operation(a_scale="row", b_scale="col")])
+def test_the_dequantized_reference_is_each_elements_code_times_its_own_scale(op):
+    case = GemmCase(6, 9, 17, "fp8e4m3", "fp32", profile="normal", seed=4, epilogue=Epilogue(scales="normal"))
+    ops = materialize(case, operation=op)
+    a_scale, b_scale = ops.extras["a_scale"].view, ops.extras["b_scale"].view
+    a2, b2, _ = scaled.dequantized(op, ops.a.view, ops.b.view, a_scale, b_scale)
+    sa, sb = _loop_scales(op, a_scale.double().numpy(), b_scale.double().numpy(), 6, 9, 17)
+    assert np.array_equal(a2, ops.a.view.double().numpy() * sa) and np.array_equal(b2, ops.b.view.double().numpy() * sb)
+
+
+@pytest.mark.parametrize("op", [BLOCK, Operation(a_scale="row", b_scale="col")])
+@pytest.mark.parametrize("out", ["fp32", "bf16"])
+def test_a_right_scaled_product_stays_within_the_bound(op, out):
+    worst = max(runner.check(_fake(op), case).error_ratio or 0.0 for case in _cases(out=out))
+    assert worst <= 1.0
+
+
+@pytest.mark.parametrize("name, wrong", [
+    # the block's scale of the next group along K: where one group follows another
+    ("next group", lambda sa, sb: (sa, np.concatenate([sb[8:], sb[-8:]])[:len(sb)])),
+    ("a scale per column", lambda sa, sb: (np.broadcast_to(sa[:1], sa.shape), sb)),
+    ("b scale forgotten", lambda sa, sb: (sa, np.ones_like(sb))),
+])
+def test_a_kernel_using_the_wrong_scales_is_caught(name, wrong):
+    caught = []
+    for case in _cases():
+        try:
+            runner.check(_fake(BLOCK, wrong=wrong), case)
+        except (ValueOutOfBound, NotBitExact) as e:
+            caught.append(e)
+    assert caught and any(isinstance(e, ValueOutOfBound) for e in caught), f"{name}: {caught}"
+
+
+def test_power_of_two_scales_of_integer_codes_are_judged_bit_for_bit():
+    op = Operation(a_scale="row", b_scale="col")
+    case = GemmCase(5, 7, 9, "int8", "fp32", profile="small_ints", seed=3, epilogue=Epilogue(scales="pow2"))
+    assert runner.check(_fake(op, INT8), case).exact
+    with pytest.raises(NotBitExact):
+        runner.check(_fake(op, INT8, wrong=lambda sa, sb: (sa * (1 + 2.0**-20), sb)), case)
+
+
+def test_an_infinite_scale_leaves_only_its_elements_unjudged():
+    op = Operation(a_scale="row", b_scale="col")
+    a, b = torch.ones(3, 4).to(torch.float8_e4m3fn), torch.ones(4, 2).to(torch.float8_e4m3fn)
+    a_scale, b_scale = torch.tensor([1.0, float("inf"), 2.0]), torch.tensor([1.0, float("nan")])
+    term = scaled.product_term(op, *scaled.scaled_product(op, a, b, a_scale, b_scale), 4, "fp8e4m3")
+    assert term.free.tolist() == [[False, False], [True, True], [False, False]]
+    assert np.isnan(term.value[:, 1]).all() and term.value[2, 0] == 8.0  # a NaN scale's column is NaN

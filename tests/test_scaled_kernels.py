@@ -1,0 +1,48 @@
+"""User kernels of scaled GEMMs, in the styles people publish (tests/scaled_kernels.py): DeepSeek/vLLM block
+fp8, FBGEMM's row-wise fp8 and torchao's int8 w8a8. Each declares its scales (`contract(operation=
+Operation(a_scale=..., b_scale=...))`) and passes the battery, while its wrong twin is caught with the kind of
+failure its bug makes and the case it shrinks to."""
+
+from pathlib import Path
+
+import pytest
+
+from gemm_fuzz.properties.launch import user_kernel
+
+KERNELS = Path(__file__).parent / "scaled_kernels.py"
+FAST = ["--gemm-backend", "interpreter", "-p", "no:cacheprovider", "--hypothesis-profile", "ci", "--gemm-repros", ""]
+
+
+def _battery(pytester, func: str, *args: str):
+    return pytester.runpytest_subprocess("--gemm-kernel", f"{KERNELS}:{func}", *FAST, *args, timeout=900)
+
+
+def test_each_contract_becomes_a_variant_computing_its_scaled_product():
+    block = user_kernel.load(f"{KERNELS}:block_fp8_matmul")
+    assert block.operation.describe() == ("C = A @ B; A, B scaled: a_scale group, b_scale block, group_k 32, "
+                                          "group_n 32")
+    assert user_kernel.load(f"{KERNELS}:int8_scaled_matmul").operation.keywords() == {
+        "a_scale": "a_scale", "b_scale": "b_scale"}
+
+
+@pytest.mark.parametrize("func", ["block_fp8_matmul", "rowwise_fp8_matmul", "int8_scaled_matmul"])
+def test_a_right_scaled_kernel_passes_the_battery(pytester, func):
+    result = _battery(pytester, func)
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    result.stdout.fnmatch_lines(["* passed*"])
+
+
+# the wrong twin -> the kind of failure its shrunk case raises, and that case
+CAUGHT = {
+    "block_fp8_matmul_scale_per_tile": ("out-of-bounds access", "1x1x17 fp8e4m3->bf16 *"),
+    "rowwise_fp8_matmul_scale_mask_missing": ("out-of-bounds access", "1x1x1 fp8e4m3->bf16 *"),
+    "int8_scaled_matmul_even_k_by_parity": ("out-of-bounds access", "1x1x2 int8->fp16 *"),
+}
+
+
+@pytest.mark.parametrize("func", CAUGHT)
+def test_a_wrong_twin_is_caught_and_shrunk(pytester, func):
+    kind, case = CAUGHT[func]
+    result = _battery(pytester, func, "-k", "reference")
+    assert result.ret == 1, result.stdout.str()[-3000:]
+    result.stdout.fnmatch_lines([f"*{kind}*", f"*case: {case}"])
