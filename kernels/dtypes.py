@@ -20,6 +20,8 @@ SCALED_DTYPES = {
     torch.float8_e5m2: (torch.bfloat16, torch.float16, torch.float32),
     torch.int8: (torch.float16, torch.bfloat16, torch.float32),
 }
+# weight-only codes (w4a16, w8a16): A's dtype -> C's
+WEIGHT_ONLY_DTYPES = {torch.float16: (torch.float16, torch.float32), torch.bfloat16: (torch.bfloat16, torch.float32)}
 
 
 def accumulator(dtype: torch.dtype):

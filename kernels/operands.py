@@ -7,6 +7,7 @@ import numpy as np
 import torch
 
 from gemm_fuzz.kernels import mode
+from gemm_fuzz.kernels.operation import WEIGHT_STORAGE
 from gemm_fuzz.kernels.registry import Variant
 
 
@@ -113,6 +114,8 @@ def _check_inputs(variant: Variant, a, b) -> tuple[int, int, int]:
     _check_tensor("A", a, batch + "M x K")
     _check_tensor("B", b, batch + ("K x 2N" if op.gated else "K x N"))
     (M, K), (K2, N2) = a.shape[-2:], b.shape[-2:]
+    if op.weight:
+        return M, N2, _check_weight(variant, a, b, K)
     if K2 != K:
         raise ValueError(f"B has {K2} rows but A has {K} columns (K): the inner dimensions must match")
     if op.batched and a.shape[0] != b.shape[0]:
@@ -128,6 +131,23 @@ def _check_inputs(variant: Variant, a, b) -> tuple[int, int, int]:
             f"B has dtype {_dtype_name(b.dtype)} but A has {_dtype_name(a.dtype)}: A and B must share one dtype"
         )
     return M, N2 // 2 if op.gated else N2, K
+
+
+def _check_weight(variant: Variant, a, b, K: int) -> int:
+    """Weight-only codes in B: A fp16 or bf16, B stored as the operation declares; K (A's columns)."""
+    op = variant.operation
+    if a.dtype not in variant.dtypes:
+        accepted = ", ".join(_dtype_name(d) for d in variant.dtypes)
+        raise TypeError(f"A has dtype {_dtype_name(a.dtype)}; variant {variant.name!r} takes {accepted}")
+    storage = WEIGHT_STORAGE[op.weight]
+    if b.dtype != storage:
+        raise TypeError(f"B has dtype {_dtype_name(b.dtype)}; variant {variant.name!r} takes {op.weight} codes stored "
+                        f"as {_dtype_name(storage)}")
+    expected = op.b_shape(K, b.shape[-1])
+    if tuple(b.shape) != expected:
+        packed = " (two codes a byte along K)" if op.weight == "int4" else ""
+        raise ValueError(f"B has shape {tuple(b.shape)}; expected {expected} for A's K = {K}{packed}")
+    return K
 
 
 def allocate_output(variant: Variant, a, b) -> torch.Tensor:
@@ -222,13 +242,21 @@ _SCALE_SHAPES = {("a", "tensor"): "1", ("a", "row"): "M", ("a", "group"): "M x c
 
 
 def _check_scales(variant: Variant, extras: dict, M: int, N: int, K: int) -> dict:
-    """a_scale and b_scale: fp32 tensors of the shapes their granularity gives (kernels/operation.py)."""
+    """a_scale and b_scale: fp32 tensors of the shapes their granularity gives (kernels/operation.py);
+    b_zero: int32, packed zero points."""
     op = variant.operation
     if op.k_multiple_of_group and K % op.group_k:
         raise ValueError(f"K = {K} is not a multiple of group_k = {op.group_k}, which variant {variant.name!r} "
                          "needs (its contract says k_multiple_of_group)")
     tensors = {}
-    for extra in ("a_scale", "b_scale"):
+    if op.zero:
+        t = extras["b_zero"]
+        _check_tensor("b_zero", t, "K groups x ceil(N / 8)")
+        if tuple(t.shape) != op.zero_shape(N, K) or t.dtype != torch.int32:
+            raise ValueError(f"b_zero has shape {tuple(t.shape)} and dtype {_dtype_name(t.dtype)}; expected "
+                             f"{op.zero_shape(N, K)} int32 (eight int4 zero points an int32 along N)")
+        tensors["b_zero"] = t
+    for extra in ("a_scale", "b_scale")[0 if op.a_scale else 1:]:
         t = extras[extra]
         shape = op.scale_shape(extra[0], M, N, K)
         _check_tensor(extra, t, _SCALE_SHAPES[extra[0], getattr(op, extra)])

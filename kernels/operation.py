@@ -33,6 +33,13 @@ FUNC receives `a_scale` and `b_scale` (fp32 tensors, any strides) shaped by thei
 B's scales are oriented as B is, (K, N); a kernel that takes them as (N, K) passes `b_scale.T`.
 `k_multiple_of_group`: the kernel needs K % group_k == 0 (it asserts it); otherwise K's last group is
 partial and masked.
+
+Weight-only (`weight="int4"` or `"int8"`: w4a16, w8a16): A stays fp16 or bf16, B holds integer codes
+with `b_scale` "col" or "group" and no a_scale, and the kernel dequantizes each weight into A's dtype
+before the dot, w = (q - z) * s (rounded there). int8 codes are signed, z = 0. int4 codes are 0..15,
+packed two a uint8 along K (b is (ceil(K / 2), N), even k in the low nibble, an odd K's last high
+nibble unused); z is 8 (`zero=None`, the symmetric default) or read from `b_zero`, int4 zero points
+packed eight an int32 along N ((ceil(K / group_k), ceil(N / 8)), column 8j + i in bits 4i to 4i + 3).
 """
 
 from __future__ import annotations
@@ -44,7 +51,9 @@ import torch
 
 ACTIVATIONS = ("relu", "leaky_relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh")
 # what FUNC may receive besides a, b, c
-EXTRAS = ("bias", "c_in", "alpha", "beta", "residual", "pre", "a_scale", "b_scale")
+EXTRAS = ("bias", "c_in", "alpha", "beta", "residual", "pre", "a_scale", "b_scale", "b_zero")
+WEIGHTS = ("int4", "int8")  # weight-only codes of B
+WEIGHT_STORAGE = {"int4": torch.uint8, "int8": torch.int8}  # how B holds them (int4: two a byte)
 A_SCALES = {"tensor": "one for A", "row": "one per row of A (per token)", "group": "1 x group_k along K"}
 B_SCALES = {"tensor": "one for B", "col": "one per column of B (per channel)", "group": "group_k x 1 along K",
             "block": "group_k x group_n blocks"}
@@ -76,6 +85,8 @@ class Operation:
     group_k: int = 128  # K elements a group (or block) scale covers
     group_n: int = 128  # N elements a block scale covers
     k_multiple_of_group: bool = False  # the kernel needs K % group_k == 0
+    weight: str | None = None  # one of WEIGHTS: weight-only codes in B (A stays fp16 or bf16)
+    zero: str | None = None  # int4: None (z = 8) or "packed" (b_zero, eight an int32 along N)
 
     def __post_init__(self):
         def wrong(what: str, expected: str):
@@ -102,8 +113,18 @@ class Operation:
             if self.alpha or self.beta or self.bias or self.residual:
                 wrong("a gated operation with alpha, beta, bias or residual", "gated kernels with only their "
                       "activation (and pre_activation)")
-        if (self.a_scale is None) != (self.b_scale is None):
-            wrong(f"a_scale={self.a_scale!r} with b_scale={self.b_scale!r}", "both operands scaled, or neither")
+        if self.weight is not None:
+            if self.weight not in WEIGHTS:
+                wrong(f"weight={self.weight!r}", "'int4' (w4a16: codes 0..15 packed two a byte along K), 'int8' "
+                      "(w8a16) or None")
+            if self.a_scale is not None or self.b_scale not in ("col", "group"):
+                wrong(f"weight-only codes with a_scale={self.a_scale!r}, b_scale={self.b_scale!r}",
+                      "a_scale=None and b_scale='col' or 'group' (A is not quantized)")
+        elif (self.a_scale is None) != (self.b_scale is None):
+            wrong(f"a_scale={self.a_scale!r} with b_scale={self.b_scale!r}", "both operands scaled, or neither "
+                  "(weight-only codes: declare weight='int4' or 'int8')")
+        if self.zero is not None and (self.zero != "packed" or self.weight != "int4"):
+            wrong(f"zero={self.zero!r} with weight={self.weight!r}", "zero='packed' with weight='int4', or None")
         if self.a_scale is not None and self.a_scale not in A_SCALES:
             wrong(f"a_scale={self.a_scale!r}", "; ".join(f"'{k}' ({v})" for k, v in A_SCALES.items()))
         if self.b_scale is not None and self.b_scale not in B_SCALES:
@@ -132,8 +153,9 @@ class Operation:
 
     @property
     def scaled(self) -> bool:
-        """A and B are codes with scales (fp8 or int8): the product is of the dequantized operands."""
-        return self.a_scale is not None
+        """Codes with scales (fp8 or int8 A and B, or weight-only B): the product is of the dequantized
+        operands."""
+        return self.b_scale is not None
 
     @property
     def has_epilogue(self) -> bool:
@@ -147,8 +169,8 @@ class Operation:
     def extras(self) -> tuple[str, ...]:
         """The extras FUNC receives, in EXTRAS's order."""
         present = {"bias": self.bias is not None, "c_in": self.has_c_in, "alpha": self.alpha, "beta": self.beta,
-                   "residual": self.residual, "pre": self.pre_activation, "a_scale": self.scaled,
-                   "b_scale": self.scaled}
+                   "residual": self.residual, "pre": self.pre_activation, "a_scale": self.a_scale is not None,
+                   "b_scale": self.scaled, "b_zero": self.zero is not None}
         return tuple(e for e in EXTRAS if present[e])
 
     def keywords(self) -> dict[str, str]:
@@ -159,6 +181,14 @@ class Operation:
     def n_columns(self, n: int) -> int:
         """B's columns for N columns of C (gated: gate and up, 2N)."""
         return 2 * n if self.gated else n
+
+    def b_shape(self, K: int, N: int) -> tuple[int, int]:
+        """The shape of B as FUNC receives it: (K, N), or int4 codes packed two a byte along K."""
+        return (-(-K // 2), N) if self.weight == "int4" else (K, N)
+
+    def zero_shape(self, N: int, K: int) -> tuple[int, int]:
+        """b_zero's shape: one int32 of eight packed zero points along N, per K group (or one, "col")."""
+        return (-(-K // self.group_k) if self.b_scale == "group" else 1, -(-N // 8))
 
     def scale_shape(self, operand: str, M: int, N: int, K: int) -> tuple[int, ...]:
         """The shape of a_scale ("a") or b_scale ("b") for an M x N x K problem."""
@@ -199,7 +229,11 @@ class Operation:
             text += f", slope {self.slope}"
         if self.pre_activation:
             text += "; pre = " + ("A @ B" if self.gated else "the activation's argument")
-        if self.scaled:
+        if self.weight:
+            text += (f"; B {self.weight} codes, b_scale {self.b_scale}"
+                     + (f", group_k {self.group_k}" if self.b_scale == "group" else "")
+                     + (", packed zero points" if self.zero else ", zero point 8" if self.weight == "int4" else ""))
+        elif self.scaled:
             text += (f"; A, B scaled: a_scale {self.a_scale}, b_scale {self.b_scale}"
                      + (f", group_k {self.group_k}" if "group" in (self.a_scale, self.b_scale) or self.b_scale == "block"
                         else "") + (f", group_n {self.group_n}" if self.b_scale == "block" else ""))

@@ -62,6 +62,8 @@ FORMATS: dict[str, Format] = {
         _int("int32", torch.int32),
     )
 }
+# packed int4 codes are stored as bytes (not a dtype a product is computed in: not in FORMATS)
+UINT8 = _int("uint8", torch.uint8)
 # tf32 is not a storage dtype: fp32 operands whose significands a tensor core keeps to 11 bits.
 TF32 = Format("tf32", torch.float32, 11, True, FORMATS["fp32"].max, FORMATS["fp32"].min_normal, 2.0**-149)
 

@@ -65,6 +65,8 @@ EXPECTED = {
     "block_fp8_unmasked_scale_rows": MISSED,  # reads past a_scale whose results are never stored
     "rowwise_fp8_row_scale_per_column": CAUGHT,  # 16x16x16: the columns' scales of A are other rows'
     "int8_scaled_even_k_by_parity": CAUGHT,  # 64x64x4: unmasked K reads take the next row's codes
+    "w4a16_zero_shift_by_index": CAUGHT,  # zero points all 8 (0x88888888): the misshifted nibble is 4
+    "w4a16_packed_rows_bounded_by_k": MISSED,  # rows past B meet A's masked-off columns (zeros)
 }
 
 ON_THE_INTERPRETER = [m.name for m in mutants.mutants() if not m.gpu_only]

@@ -111,11 +111,16 @@ def test_the_launcher_still_refuses_bad_operands(mutant, backend):
     c = torch.full((4, 6), float("nan"), dtype=torch.float16, device=backend.device)  # zeroing or computing C shows
     if mutant.variant.operation.batched:
         a, b, c = a[None], b[None], c[None]
+    mismatch = r"B has 4 rows but A has 5 columns \(K\)"
+    if mutant.variant.operation.weight:  # int4 codes two a byte along K: 3 rows for K = 5
+        b = torch.zeros(3, 6, dtype=torch.uint8, device=backend.device)
+        mismatch = r"B has shape \(2, 6\); expected \(3, 6\) for A's K = 5 \(two codes a byte along K\)"
     before = raw(c).clone()
     with pytest.raises(ValueError, match=r"A must be [23]-D \((Bt x )?M x K\)"):
         mutant.variant.launch(a[None], b, c)
-    with pytest.raises(ValueError, match=r"B has 4 rows but A has 5 columns \(K\)"):
-        mutant.variant.launch(a, b[..., :4, :], c)
+    with pytest.raises(ValueError, match=mismatch):
+        b_short = b[..., :2, :] if mutant.variant.operation.weight else b[..., :4, :]
+        mutant.variant.launch(a, b_short, c)
     assert torch.equal(raw(c), before), "a refused launch wrote into C"  # bit for bit: NaN != NaN
 
 

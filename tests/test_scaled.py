@@ -130,7 +130,7 @@ def test_the_dequantized_reference_is_each_elements_code_times_its_own_scale(op)
     case = GemmCase(6, 9, 17, "fp8e4m3", "fp32", profile="normal", seed=4, epilogue=Epilogue(scales="normal"))
     ops = materialize(case, operation=op)
     a_scale, b_scale = ops.extras["a_scale"].view, ops.extras["b_scale"].view
-    a2, b2, _ = scaled.dequantized(op, ops.a.view, ops.b.view, a_scale, b_scale)
+    a2, b2, _ = scaled.dequantized(op, ops.a.view, ops.b.view, {"a_scale": a_scale, "b_scale": b_scale})
     sa, sb = _loop_scales(op, a_scale.double().numpy(), b_scale.double().numpy(), 6, 9, 17)
     assert np.array_equal(a2, ops.a.view.double().numpy() * sa) and np.array_equal(b2, ops.b.view.double().numpy() * sb)
 
@@ -170,6 +170,83 @@ def test_an_infinite_scale_leaves_only_its_elements_unjudged():
     op = Operation(a_scale="row", b_scale="col")
     a, b = torch.ones(3, 4).to(torch.float8_e4m3fn), torch.ones(4, 2).to(torch.float8_e4m3fn)
     a_scale, b_scale = torch.tensor([1.0, float("inf"), 2.0]), torch.tensor([1.0, float("nan")])
-    term = scaled.product_term(op, *scaled.scaled_product(op, a, b, a_scale, b_scale), 4, "fp8e4m3")
+    scales = {"a_scale": a_scale, "b_scale": b_scale}
+    term = scaled.product_term(op, *scaled.scaled_product(op, a, b, scales), 4, "fp8e4m3")
     assert term.free.tolist() == [[False, False], [True, True], [False, False]]
     assert np.isnan(term.value[:, 1]).all() and term.value[2, 0] == 8.0  # a NaN scale's column is NaN
+
+
+# --- weight-only codes (w4a16, w8a16) ---------------------------------------------------------------------
+
+W4 = Operation(weight="int4", b_scale="group", group_k=8, zero="packed")
+HALF = {torch.float16: (torch.float16, torch.float32)}
+
+
+@pytest.mark.parametrize("declared, message", [
+    (dict(weight="int3", b_scale="col"), "weight='int3'; expected 'int4' (w4a16: codes 0..15 packed two a byte"),
+    (dict(weight="int4", a_scale="row", b_scale="col"), "weight-only codes with a_scale='row', b_scale='col'"),
+    (dict(weight="int4", b_scale="block"), "weight-only codes with a_scale=None, b_scale='block'"),
+    (dict(weight="int8", b_scale="col", zero="packed"), "zero='packed' with weight='int8'"),
+])
+def test_a_wrong_weight_only_operation_fails_where_it_is_declared(declared, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        Operation(**declared)
+
+
+def _w4_fake(wrong_zero=None) -> Variant:
+    """w = (q - z) * s rounded to A's dtype, then A @ W in float64 rounded once into C; `wrong_zero`
+    replaces every zero point."""
+
+    def launch(a, b, c, config=None, **extras):
+        operands.check(variant, a, b, c, extras)
+        K = a.shape[1]
+        codes = scaled.unpacked(W4, b, K)
+        zeros = scaled.zero_points(W4, extras["b_zero"], codes.shape) if wrong_zero is None else wrong_zero
+        s = scaled.expanded(W4, "b", extras["b_scale"].double().numpy(), codes.shape)
+        w = torch.from_numpy((codes - zeros) * s).to(a.dtype).double()
+        c.copy_((a.double() @ w).to(c.dtype))
+
+    variant = Variant("w4_fake", launch, HALF, "ieee", {"cpu": (dict(BM=16, BN=16, BK=16),)}, "a test double",
+                      operation=W4)
+    return variant
+
+
+def test_int4_codes_and_zero_points_unpack_as_declared():
+    codes = np.arange(7 * 10).reshape(7, 10) % 16  # K = 7: the last byte's high nibble unused
+    padded = np.vstack([codes, np.zeros((1, 10), dtype=np.int64)])
+    b = torch.from_numpy(padded[0::2] | (padded[1::2] << 4)).to(torch.uint8)
+    assert np.array_equal(scaled.unpacked(W4, b, 7), codes)
+    zeros = np.arange(16).reshape(1, 16) % 16  # one group, N = 16: two words
+    words = [sum(int(zeros[0, 8 * j + i]) << (4 * i) for i in range(8)) for j in range(2)]
+    b_zero = torch.tensor([[w - 2**32 if w >= 2**31 else w for w in words]], dtype=torch.int32)
+    assert np.array_equal(scaled.zero_points(W4, b_zero, (5, 16)), np.broadcast_to(zeros, (5, 16)))
+    assert (scaled.zero_points(Operation(weight="int4", b_scale="col"), None, (2, 3)) == 8).all()
+
+
+def test_a_weight_only_launch_names_what_is_wrong():
+    variant = _w4_fake()
+    a, c = torch.zeros(2, 9, dtype=torch.float16), torch.full((2, 3), float("nan"), dtype=torch.float16)
+    good = dict(b_scale=torch.ones(2, 3), b_zero=torch.zeros(2, 1, dtype=torch.int32))
+    with pytest.raises(TypeError, match=re.escape("B has dtype float16; variant 'w4_fake' takes int4 codes stored as "
+                                                  "uint8")):
+        variant.launch(a, torch.zeros(9, 3, dtype=torch.float16), c, **good)
+    with pytest.raises(ValueError, match=re.escape("B has shape (4, 3); expected (5, 3) for A's K = 9 (two codes a "
+                                                   "byte along K)")):
+        variant.launch(a, torch.zeros(4, 3, dtype=torch.uint8), c, **good)
+    with pytest.raises(ValueError, match=re.escape("b_zero has shape (2, 3) and dtype int32; expected (2, 1) int32")):
+        variant.launch(a, torch.zeros(5, 3, dtype=torch.uint8), c, **{**good, "b_zero": torch.zeros(2, 3).int()})
+    assert torch.isnan(c).all()
+
+
+def test_a_right_w4a16_product_passes_and_one_ignoring_its_zero_points_does_not():
+    cases = [GemmCase(m, n, k, "fp16", out, profile=p, seed=k, epilogue=Epilogue(scales=s))
+             for m, n, k in [(1, 1, 1), (3, 9, 17), (5, 16, 33)] for out in ("fp16", "fp32")
+             for p in ("ones", "normal", "small_ints") for s in ("pow2", "normal", "specials")]
+    assert max(runner.check(_w4_fake(), case).error_ratio or 0.0 for case in cases) <= 1.0
+    caught = 0
+    for case in cases:
+        try:
+            runner.check(_w4_fake(wrong_zero=0.0), case)
+        except (ValueOutOfBound, NotBitExact):
+            caught += 1
+    assert caught >= len(cases) // 2

@@ -46,3 +46,18 @@ def test_a_wrong_twin_is_caught_and_shrunk(pytester, func):
     result = _battery(pytester, func, "-k", "reference")
     assert result.ret == 1, result.stdout.str()[-3000:]
     result.stdout.fnmatch_lines([f"*{kind}*", f"*case: {case}"])
+
+
+WEIGHTS = Path(__file__).parent / "weight_kernels.py"
+
+
+def test_a_right_int4_weight_kernel_passes_the_battery(pytester):
+    result = pytester.runpytest_subprocess("--gemm-kernel", f"{WEIGHTS}:awq_w4a16_matmul", *FAST, timeout=900)
+    assert result.ret == 0, result.stdout.str()[-3000:]
+
+
+def test_a_wrong_int4_weight_kernel_is_caught_and_shrunk(pytester):
+    func = "awq_w4a16_matmul_zero_shift_by_index"  # column 1's zero point from the wrong bits
+    result = pytester.runpytest_subprocess("--gemm-kernel", f"{WEIGHTS}:{func}", *FAST, "-k", "reference", timeout=900)
+    assert result.ret == 1, result.stdout.str()[-3000:]
+    result.stdout.fnmatch_lines(["*not bit-exact*", "*case: 1x2x1 fp16->fp16 *"])

@@ -505,3 +505,28 @@ register(Mutant(
         "masked",
     caught_as="OutOfBoundsAccess", unaffected=dict(K=1),
 ))
+
+W4A16_ZERO = "        z = (words >> ((offs_n % 8) * 4)) & 0xF\n"
+W4A16_B = ("        packed = tl.load(b_ptr + (offs_k // 2)[:, None] * stride_bk + offs_n[None, :] * stride_bn,\n"
+           "                         mask=(offs_k[:, None] < K) & (offs_n[None, :] < N), other=0)\n")
+
+register(Mutant(
+    name="w4a16_zero_shift_by_index", parent="w4a16",
+    edits=(Edit(W4A16_ZERO, "        z = (words >> (offs_n % 8)) & 0xF\n"),),
+    bug="a zero point unpacked with the wrong shift: by the column's index in its int32, not four bits each",
+    dtype="fp16", smallest=dict(M=1, N=2, K=1),
+    why="column 1's zero point is read from bits 1..4 of 0x88888888 (4), not bits 4..7 (8); column 0's shift is 0 "
+        "either way",
+    caught_as="NotBitExact", unaffected=dict(N=1),
+))
+register(Mutant(
+    name="w4a16_packed_rows_bounded_by_k", parent="w4a16",
+    edits=(Edit(W4A16_B, "        packed = tl.load(b_ptr + (offs_k // 2)[:, None] * stride_bk + offs_n[None, :] * "
+                         "stride_bn,\n                         mask=((offs_k // 2)[:, None] < K) & (offs_n[None, :] < N), "
+                         "other=0)\n"),),
+    bug="the packed K bound taken as the logical K: packed rows up to K are read, past B's ceil(K / 2)",
+    dtype="fp16", smallest=dict(M=1, N=1, K=2),
+    why="K = 2 packs into one byte row; the mutant reads rows 1..7 of a tile of 16 codes (row 1 is past B); K = 1 "
+        "reads row 0 only",
+    caught_as="OutOfBoundsAccess", unaffected=dict(K=1),
+))

@@ -92,6 +92,8 @@ def check_shape(variant, M: int, N: int, K: int, dtype: str) -> bool:
     batch = (BATCH,) if op.batched else ()
     x, y = operands(M, op.n_columns(N), K, dtype, batch)
     a, b = torch.from_numpy(x).to(TORCH[dtype]), torch.from_numpy(y).to(TORCH[dtype])
+    if op.weight:  # weight-only codes over their range, stored as the kernel takes them
+        b = weight_codes(op, K, N)
     out = variant.dtypes[TORCH[dtype]][0] if op.scaled else OUT.get(dtype, TORCH[dtype])
     c = torch.zeros((*batch, M, N), dtype=out)
     extras = epilogue_operands(op, batch, M, N, out, K)
@@ -102,7 +104,7 @@ def check_shape(variant, M: int, N: int, K: int, dtype: str) -> bool:
     variant.launch(a, b, c, **{op.keywords()[name]: value for name, value in extras.items()})
     expected = np.matmul(x.astype(np.int64), y.astype(np.int64)) if dtype == "int8" else np.matmul(x, y)
     if op.scaled:  # the dequantized product, as a scaled kernel's own test computes it
-        x2, y2, _ = scaled.dequantized(op, a, b, extras["a_scale"], extras["b_scale"])
+        x2, y2, _ = scaled.dequantized(op, a, b, extras)
         expected = np.matmul(x2, y2)
     if op.has_epilogue:
         expected = _epilogue(op, expected.astype(np.float64), extras)
@@ -116,6 +118,16 @@ def check_shape(variant, M: int, N: int, K: int, dtype: str) -> bool:
 BATCH = 2  # a batched kernel's problems: two, packed
 
 
+def weight_codes(op, K: int, N: int) -> torch.Tensor:
+    """Weight-only B from RandomState(19): int8 codes, or int4 codes packed two a byte along K."""
+    rs = np.random.RandomState(19)
+    if op.weight == "int8":
+        return torch.from_numpy(rs.randint(-128, 128, (K, N))).to(torch.int8)
+    codes = np.zeros((2 * -(-K // 2), N), dtype=np.int64)
+    codes[:K] = rs.randint(0, 16, (K, N))
+    return torch.from_numpy(codes[0::2] | (codes[1::2] << 4)).to(torch.uint8)
+
+
 def epilogue_operands(op, batch: tuple, M: int, N: int, out: torch.dtype, K: int = 1) -> dict:
     """The extras as a conventional test passes them: bias, C_in and residual normal x 0.1 from
     RandomState(18), contiguous; alpha and beta 1 (torch.addmm's defaults); `pre` zeroed; scales
@@ -127,14 +139,15 @@ def epilogue_operands(op, batch: tuple, M: int, N: int, out: torch.dtype, K: int
             "pre": lambda: torch.zeros((*batch, M, op.n_columns(N)), dtype=out),
             # scales as calibration gives them (amax / the format's largest), positive and around 1
             "a_scale": lambda: torch.from_numpy(rs.uniform(0.5, 1.5, op.scale_shape("a", M, N, K))).float(),
-            "b_scale": lambda: torch.from_numpy(rs.uniform(0.5, 1.5, op.scale_shape("b", M, N, K))).float()}
+            "b_scale": lambda: torch.from_numpy(rs.uniform(0.5, 1.5, op.scale_shape("b", M, N, K))).float(),
+            "b_zero": lambda: torch.full(op.zero_shape(N, K), 0x88888888 - 2**32, dtype=torch.int32)}  # all 8
     return {name: made[name]() for name in op.extras()}
 
 
 def _epilogue(op, product: np.ndarray, extras: dict) -> dict:
     """The operation on the float64 product, as a conventional test writes it with torch's functions."""
     values = {k: v.double().numpy() if isinstance(v, torch.Tensor) else v for k, v in extras.items()
-              if k not in ("a_scale", "b_scale")}
+              if k not in ("a_scale", "b_scale", "b_zero")}
     if op.gated:
         n = product.shape[-1] // 2
         gate, up = ((product[..., :n], product[..., n:]) if op.gated == "concat"

@@ -149,15 +149,15 @@ def allowances(ops: Operands, precision: str, product: numpy_ref.Product, partia
     if not (op.has_epilogue or op.scaled):
         return {"C": bounds.allowance(product, k, arith, out)}
     if op.scaled:
-        term = scaled.product_term(op, *scaled.scaled_product(op, ops.a.view, ops.b.view, *_scales(ops)), k, dtype)
+        term = scaled.product_term(op, *scaled.scaled_product(op, ops.a.view, ops.b.view, _scales(ops)), k, dtype)
     else:
         term = epilogue.product_term(product, k, arith)
-    values = {name: to_float64(g.view) for name, g in ops.extras.items() if name not in ("pre", *SCALES)}
+    values = {name: to_float64(g.view) for name, g in ops.extras.items() if name not in ("pre", "b_zero", *SCALES)}
     return epilogue.allowances(term, op, values, ops.scalars, out)
 
 
-def _scales(ops: Operands) -> tuple[torch.Tensor, torch.Tensor]:
-    return ops.extras["a_scale"].view, ops.extras["b_scale"].view
+def _scales(ops: Operands) -> dict[str, torch.Tensor]:
+    return {name: g.view for name, g in ops.extras.items() if name in (*SCALES, "b_zero")}
 
 
 @phases.timed("reference")
@@ -165,7 +165,7 @@ def product_of(ops: Operands) -> numpy_ref.Product:
     """The float64 product a launch's outputs are judged against: of A and B, or of their dequantized
     values (scaled operands)."""
     if ops.operation.scaled:
-        return scaled.scaled_product(ops.operation, ops.a.view, ops.b.view, *_scales(ops))[0]
+        return scaled.scaled_product(ops.operation, ops.a.view, ops.b.view, _scales(ops))[0]
     return numpy_ref.product(ops.a.view, ops.b.view)
 
 

@@ -25,6 +25,7 @@ from gemm_fuzz.kernels.registry import Variant
 from gemm_fuzz.properties.judge import compare, oracles
 from gemm_fuzz.properties.model.cases import (
     SCALES,
+    WEIGHT_FORMATS,
     Epilogue,
     GemmCase,
     Layout,
@@ -102,6 +103,7 @@ class Extras:
             return None
         epilogue = ops.case.epilogue or Epilogue() if ops.case is not None else Epilogue()
         layouts = {name: getattr(epilogue, name) for name in ("bias", "c_in", "residual", "pre", *SCALES)}
+        layouts["b_zero"] = epilogue.b_scale  # packed zero points sit as the scales do
         values = {name: numpy_ref.to_float64(g.view) for name, g in ops.extras.items() if name != "pre"}
         return cls(values, layouts, dict(ops.scalars))
 
@@ -117,10 +119,11 @@ def solve(variant: Variant, launch: Launch, a: np.ndarray, b: np.ndarray,
     operands are 3-D) under the memory oracles (`config`: the configuration `launch` runs, for the
     bound); a second output is judged against its reference here."""
     op = variant.operation
+    fb = WEIGHT_FORMATS[op.weight] if op.weight else fin  # weight-only B: its codes as stored
     shapes = (a.shape, b.shape, (*a.shape[:-1], b.shape[-1] // (2 if op.gated else 1)))
-    la, lb, lc = (_aligned(variant, lay, shape, fmt) for lay, shape, fmt in zip(layouts, shapes, (fin, fin, fout)))
+    la, lb, lc = (_aligned(variant, lay, shape, fmt) for lay, shape, fmt in zip(layouts, shapes, (fin, fb, fout)))
     ga = guarded_input("A", la, fin, a, device)
-    gb = guarded_input("B", lb, fin, b, device)
+    gb = guarded_input("B", lb, fb, b, device)
     gc = guarded_output("C", shapes[2], lc, fout, device)
     guarded = {}
     if extras is not None:

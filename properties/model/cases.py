@@ -23,7 +23,7 @@ from gemm_fuzz.kernels.operation import PLAIN, Operation
 from gemm_fuzz.properties import phases
 from gemm_fuzz.properties.model import profiles
 from gemm_fuzz.reference import bounds
-from gemm_fuzz.reference.formats import Format, by_name, name_of
+from gemm_fuzz.reference.formats import UINT8, Format, by_name, name_of
 
 GUARD = 64  # elements of guard band before and after every operand
 
@@ -306,8 +306,11 @@ class Operands:
 
 
 def poison(fmt: Format) -> float:
-    """What surrounds A and B: NaN for floats, the most negative integer otherwise."""
-    return float("nan") if fmt.is_float else -fmt.max - 1
+    """What surrounds A and B: NaN for floats, the most negative integer otherwise (bytes of packed int4
+    codes: 0xFF, two codes 15, far from the zero point)."""
+    if fmt.is_float:
+        return float("nan")
+    return fmt.max if fmt.dtype == torch.uint8 else -fmt.max - 1
 
 
 # C's elements start as a quiet NaN with a payload no arithmetic produces (computed NaNs carry the
@@ -483,11 +486,47 @@ def _scale_layout(layout: Layout, values: np.ndarray | tuple) -> Layout | Vector
     return Vector(layout.strides(1, shape[0])[1] if shape[0] > 1 else 1, layout.offset)
 
 
+WEIGHT_FORMATS = {"int4": UINT8, "int8": by_name("int8")}
+
+
+def weight_values(case: GemmCase, operation: Operation) -> dict[str, np.ndarray]:
+    """Weight-only codes: B as stored ("b": int8 codes, or int4 codes packed two a byte along K, even k in
+    the low nibble) and packed int4 zero points ("b_zero", eight an int32 along N), as float64 integers.
+    Profile "ones": every weight one scale (q = z + 1); otherwise codes over their whole range, its ends
+    (0 and 15; -128 and 127) among them."""
+    rng = np.random.default_rng([case.seed, 9])
+    K, N = case.K, case.N
+    int4 = operation.weight == "int4"
+    lo, hi = (0, 15) if int4 else (-128, 127)
+    groups = operation.zero_shape(N, K)[0]
+    zeros = np.full((groups, N), 8) if case.profile == "ones" else rng.integers(0, 16, size=(groups, N))
+    if case.profile == "ones":
+        z = np.repeat(zeros, operation.group_k, axis=0)[:K] if operation.b_scale == "group" else zeros[:1]
+        codes = np.broadcast_to(z + 1 if int4 else np.ones((1, N), dtype=np.int64), (K, N)).astype(np.int64)
+    else:
+        codes = rng.integers(lo, hi + 1, size=(K, N))
+        ends = rng.random((K, N)) < 0.1
+        codes = np.where(ends, rng.choice([lo, hi], size=(K, N)), codes)
+    found = {"codes": codes}
+    if int4:
+        padded = np.zeros((2 * -(-K // 2), N), dtype=np.int64)
+        padded[:K] = codes
+        found["b"] = (padded[0::2] | (padded[1::2] << 4)).astype(np.float64)
+        if operation.zero:
+            cols = np.zeros((groups, 8 * -(-N // 8)), dtype=np.int64)
+            cols[:, :N] = zeros
+            words = sum(cols[:, i::8] << (4 * i) for i in range(8))
+            found["b_zero"] = np.where(words >= 2**31, words - 2**32, words).astype(np.float64)
+    else:
+        found["b"] = codes.astype(np.float64)
+    return found
+
+
 def scale_values(case: GemmCase, operation: Operation) -> dict[str, np.ndarray]:
     """The float64 values drawn for a_scale and b_scale (exactly fp32), by the case's scale profile."""
     profile = (case.epilogue or Epilogue()).scales
     found = {}
-    for i, name in enumerate(SCALES):
+    for i, name in enumerate(n for n in SCALES if n in operation.extras()):
         shape = scale_shape(case, operation, name)
         rng = np.random.default_rng([case.seed, 7 + i])
         if profile == "pow2":
@@ -513,6 +552,8 @@ def guarded_extra(name: str, layout: Layout | Vector, operation: Operation, out:
     its format (a scale vector as the one row of its layout)."""
     if name in SCALES:
         return guarded_input(name, _scale_layout(layout, values), SCALE_FORMAT, values, device)
+    if name == "b_zero":  # packed zero points: int32, laid out as b_scale is
+        return guarded_input(name, layout, by_name("int32"), values, device)
     return guarded_input({"c_in": "C_in"}.get(name, name), layout, extra_format(operation, name, out), values, device)
 
 
@@ -553,16 +594,24 @@ def materialize(case: GemmCase, device: torch.device | str = "cpu", operation: O
     else:
         va, vb = (*batch, case.M, case.K), (*batch, case.K, operation.n_columns(case.N))
     a = guarded_input("A", case.a, fin, va, device)
-    b = guarded_input("B", case.b, fin, vb, device)
+    if operation.weight:  # B holds codes, stored (packed) as the operation declares
+        stored = weight_values(case, operation)["b"] if values else operation.b_shape(case.K, case.N)
+        b = guarded_input("B", case.b, WEIGHT_FORMATS[operation.weight], stored, device)
+    else:
+        b = guarded_input("B", case.b, fin, vb, device)
     c = guarded_output("C", (*batch, case.M, case.N), case.c, fout, device)
     if not (operation.has_epilogue or operation.scaled):
         return Operands(case, a, b, c, operation=operation)
     epilogue = case.epilogue or Epilogue()
     extras = {}
     if operation.scaled:
-        drawn = scale_values(case, operation) if values else {n: scale_shape(case, operation, n) for n in SCALES}
+        drawn = scale_values(case, operation) if values else {n: scale_shape(case, operation, n)
+                                                             for n in SCALES if n in operation.extras()}
         for name, v in drawn.items():
             extras[name] = guarded_extra(name, getattr(epilogue, name), operation, fout, v, device)
+        if operation.zero:
+            zeros = weight_values(case, operation)["b_zero"] if values else operation.zero_shape(case.N, case.K)
+            extras["b_zero"] = guarded_extra("b_zero", epilogue.b_scale, operation, fout, zeros, device)
     for name, drawn in (extra_values(case, operation) if values else _extra_shapes(case, operation)).items():
         extras[name] = guarded_extra(name, getattr(epilogue, name), operation, fout, drawn, device)
     if operation.pre_activation:

@@ -173,7 +173,7 @@ def epilogues(draw, variant: Variant, m: int, n: int, out: str, k: int = 1) -> E
             found[name] = draw(layouts(variant, name, m, cols, out))
     landmarks = draw(_sampled((False, True))) if op.activation and (op.bias or op.has_c_in) else False
     if op.scaled:  # the scale tensors' layouts (a vector's stride is its layout's column stride)
-        for name in ("a_scale", "b_scale"):
+        for name in (n for n in ("a_scale", "b_scale") if n in op.extras()):
             shape = op.scale_shape(name[0], m, n, k)
             found[name] = draw(layouts(variant, name, *(shape if len(shape) == 2 else (1, shape[0])), "fp32"))
         found["scales"] = draw(_sampled(SCALE_PROFILES))
