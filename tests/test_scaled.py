@@ -250,3 +250,35 @@ def test_a_right_w4a16_product_passes_and_one_ignoring_its_zero_points_does_not(
         except (ValueOutOfBound, NotBitExact):
             caught += 1
     assert caught >= len(cases) // 2
+
+
+def test_int8_weights_are_signed_codes_with_no_zero_point():
+    op = Operation(weight="int8", b_scale="col")
+    b = torch.tensor([[-128, 127], [3, -1]], dtype=torch.int8)
+    a = torch.ones(1, 2, dtype=torch.float16)
+    a2, b2, _ = scaled.dequantized(op, a, b, {"b_scale": torch.tensor([0.5, 2.0])})
+    assert b2.tolist() == [[-64.0, 254.0], [1.5, -2.0]]
+    case = GemmCase(3, 5, 7, "fp16", "fp32", profile="normal", seed=1, epilogue=Epilogue(scales="normal"))
+    ops = materialize(case, operation=op)
+    assert ops.b.view.dtype == torch.int8 and tuple(ops.extras) == ("b_scale",)
+
+
+@pytest.mark.parametrize("device_type", ["cpu", "cuda"])
+def test_a_kernel_needing_whole_groups_is_only_drawn_whole_groups(device_type):
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from gemm_fuzz.properties.model import strategies
+
+    op = Operation(a_scale="group", b_scale="group", group_k=48, k_multiple_of_group=True)
+    variant = Variant("whole", _fake(op).launch, FP8, "ieee", {"cpu": (dict(BM=16, BN=16, BK=16),),
+                                                               "cuda": (dict(BM=64, BN=64, BK=32),)},
+                      "a test double", operation=op)
+
+    @settings(max_examples=40, deadline=None, database=None)
+    @given(st.data())
+    def check(data):
+        case = data.draw(strategies.gemm_cases(variant, "fp8e4m3", device_type=device_type, max_dim=200))
+        assert case.K % 48 == 0 and case.K >= 48
+
+    check()
