@@ -71,7 +71,8 @@ def zero_points(op, b_zero: torch.Tensor | None, shape: tuple[int, int]) -> np.n
     if b_zero is None:
         return np.full(shape, 8.0 if op.weight == "int4" else 0.0)
     words = to_float64(b_zero).astype(np.int64) & 0xFFFFFFFF
-    per_group = np.stack([(words >> (4 * i)) & 0xF for i in range(8)], axis=-1).reshape(words.shape[0], -1)
+    per_group = np.stack([(words >> (4 * i)) & 0xF for i in range(8)], axis=-1).reshape(words.shape[0],
+                                                                                     8 * words.shape[1])
     rows = np.arange(shape[0]) // op.group_k if op.b_scale == "group" else np.zeros(shape[0], dtype=np.int64)
     return per_group[rows][:, :shape[1]].astype(np.float64)
 

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from gemm_fuzz import kernels
+from gemm_fuzz.kernels.operation import WEIGHT_STORAGE
 from gemm_fuzz.properties.model import strategies
 from gemm_fuzz.properties.model.cases import raw
 from gemm_fuzz.properties.run import runner
@@ -29,7 +30,10 @@ def _operands(variant, device, m=4, n=6, k=5):
     out = variant.dtypes[dtype][0]
     batch = (2,) if variant.operation.batched else ()
     make = (lambda *s: torch.randint(-2, 3, s).to(dtype).to(device))
-    return make(*batch, m, k), make(*batch, k, variant.operation.n_columns(n)), _unwritten((*batch, m, n), out, device)
+    b = make(*batch, k, variant.operation.n_columns(n))
+    if variant.operation.weight:  # codes as the kernel stores them (int4: two a byte along K)
+        b = torch.zeros(variant.operation.b_shape(k, n), dtype=WEIGHT_STORAGE[variant.operation.weight], device=device)
+    return make(*batch, m, k), b, _unwritten((*batch, m, n), out, device)
 
 
 def _extras(variant, c, k=5) -> dict:
@@ -41,7 +45,8 @@ def _extras(variant, c, k=5) -> dict:
             "c_in": lambda: torch.ones_like(c), "residual": lambda: torch.ones_like(c), "alpha": lambda: 1.0,
             "beta": lambda: 1.0, "pre": lambda: _unwritten((*batch, m, op.n_columns(n)), c.dtype, c.device),
             "a_scale": lambda: torch.ones(op.scale_shape("a", m, n, k), device=c.device),
-            "b_scale": lambda: torch.ones(op.scale_shape("b", m, n, k), device=c.device)}
+            "b_scale": lambda: torch.ones(op.scale_shape("b", m, n, k), device=c.device),
+            "b_zero": lambda: torch.zeros(op.zero_shape(n, k), dtype=torch.int32, device=c.device)}
     return {keyword: make[extra]() for extra, keyword in op.keywords().items()}
 
 
@@ -70,7 +75,11 @@ def test_refuses_wrong_ranks(variant, backend):
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_refuses_mismatched_shapes(variant, backend):
     a, b, c = _operands(variant, backend.device)
-    _refused(variant, a, b[..., :4, :], c, ValueError, r"B has 4 rows but A has 5 columns \(K\)")
+    if variant.operation.weight:  # int4 codes two a byte along K: B has 3 rows for K = 5
+        shape = re.escape("B has shape (2, 6); expected (3, 6) for A's K = 5")
+        _refused(variant, a, b[..., :2, :], c, ValueError, shape)
+    else:
+        _refused(variant, a, b[..., :4, :], c, ValueError, r"B has 4 rows but A has 5 columns \(K\)")
     expected = "(Bt, M, N) = (2, 4, 6)" if variant.operation.batched else "(M, N) = (4, 6)"
     _refused(variant, a, b, c[..., :3, :], ValueError, re.escape(f"C has shape {tuple(c[..., :3, :].shape)}; "
                                                                  f"expected {expected}"))
@@ -83,7 +92,10 @@ def test_refuses_wrong_types_and_dtypes(variant, backend):
     _refused(variant, a, b, None, TypeError, "C must be a torch.Tensor, got NoneType")
     _refused(variant, a.double(), b.double(), c, TypeError, f"A has dtype float64; variant '{variant.name}' takes")
     other = next((d for d in variant.dtypes if d != a.dtype), torch.float64)
-    _refused(variant, a, b.to(other), c, TypeError, "B has dtype .* but A has .*: A and B must share one dtype")
+    shared = "B has dtype .* but A has .*: A and B must share one dtype"
+    if variant.operation.weight:  # B holds codes, stored as the operation declares
+        shared = f"B has dtype .*; variant '{variant.name}' takes {variant.operation.weight} codes stored as"
+    _refused(variant, a, b.to(other), c, TypeError, shared)
     _refused(variant, a, b, c.to(torch.int16), TypeError, r"C has dtype int16; for .* inputs variant .* writes")
 
 
@@ -119,7 +131,8 @@ def test_refuses_an_output_that_aliases_an_input_or_itself(variant, backend):
     out_dtype = variant.dtypes[a.dtype][0]
     if out_dtype == a.dtype:
         _refused(variant, a, b, a[..., :5], ValueError, "C overlaps A in memory")
-        _refused(variant, a, b, b[..., :6, :5], ValueError, "C overlaps B in memory")
+        if not variant.operation.weight:  # weight-only codes: no C of C's dtype is a view of B
+            _refused(variant, a, b, b[..., :6, :5], ValueError, "C overlaps B in memory")
     row = _unwritten((*c.shape[:-2], 1, 5), out_dtype, backend.device)
     _refused(variant, a, b, row.expand(c.shape), ValueError, r"C has strides \((\d+, )?0, 1\) so two of its elements "
              "share memory")
