@@ -282,3 +282,16 @@ def test_a_kernel_needing_whole_groups_is_only_drawn_whole_groups(device_type):
         assert case.K % 48 == 0 and case.K >= 48
 
     check()
+
+
+def test_what_a_scaled_case_reached_is_counted():
+    from gemm_fuzz import kernels
+    from gemm_fuzz.properties.report import reached
+
+    w4 = kernels.get("w4a16")
+    case = GemmCase(3, 5, 33, "fp16", "fp16", profile="normal", epilogue=Epilogue(scales="specials"))
+    found = reached.features(case, w4, "cpu")
+    assert {"scales specials", "K spans 2+ groups", "K ends in a partial group", "odd K: half a byte unused"} <= found
+    assert not {"K spans 2+ groups", "odd K: half a byte unused"} & reached.features(case.replace(K=32), w4, "cpu")
+    assert {"scales pow2", "scales normal", "odd K: half a byte unused"} <= reached.expected(w4, "cpu", "fp16")
+    assert not any("scales" in f for f in reached.expected(kernels.get("tiled"), "cpu", "fp16"))

@@ -20,7 +20,7 @@ from dataclasses import replace
 
 from gemm_fuzz.kernels.registry import Variant
 from gemm_fuzz.properties.model import profiles, runnable, specialization, strategies
-from gemm_fuzz.properties.model.cases import SCALARS, Epilogue, GemmCase, Layout, Vector
+from gemm_fuzz.properties.model.cases import SCALARS, SCALE_PROFILES, Epilogue, GemmCase, Layout, Vector
 from gemm_fuzz.reference.formats import by_name, name_of
 
 
@@ -76,7 +76,7 @@ BATCH_KINDS = ("packed", "gap", "shared", "overlap")
 def operation_fields(variant: Variant, case: GemmCase, i: int) -> GemmCase:
     """The i-th case with what its variant's operation adds, each choice cycling on its own: batch sizes
     and how each operand's problems sit; alpha and beta through 1, 0, -1 and the rest; a bias of stride
-    1, 0 and 2; the extras' layout features; the landmarks every other case."""
+    1, 0 and 2; the extras' layout features; the landmarks every other case; the scales' values."""
     op = variant.operation
     if op.batched:
         lay = {}
@@ -89,7 +89,7 @@ def operation_fields(variant: Variant, case: GemmCase, i: int) -> GemmCase:
             lay[o] = replace(current, batch_gap={"gap": 3, "overlap": -5}.get(kind, 0),
                              broadcast="batch" if kind == "shared" else current.broadcast)
         case = replace(case, batch=strategies.BATCHES[i % 5], **lay)
-    if op.has_epilogue:
+    if op.has_epilogue or op.scaled:
         present = {"c_in": op.has_c_in, "residual": op.residual, "pre": op.pre_activation}
         extras = {}
         for name, shift, cols in (("c_in", 1, case.N), ("residual", 2, case.N), ("pre", 3, op.n_columns(case.N))):
@@ -101,6 +101,9 @@ def operation_fields(variant: Variant, case: GemmCase, i: int) -> GemmCase:
         beta = SCALARS[(i + 1) % len(SCALARS)] if op.beta else 1.0
         bias = Vector((1, 0, 2)[i % 3], i % 2) if op.bias else Vector()
         landmarks = bool(op.activation) and bool(op.bias or op.has_c_in) and i % 2 == 1
+        if op.scaled:  # the scale values in turn, the scales column-major every other case
+            extras["scales"] = SCALE_PROFILES[i % len(SCALE_PROFILES)]
+            extras["b_scale"] = Layout("col" if i % 2 else "row")
         case = replace(case, epilogue=Epilogue(alpha, beta, bias, landmarks=landmarks, **extras))
     return case
 

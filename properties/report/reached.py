@@ -2,7 +2,8 @@
 and a ragged edge along each axis of its blocks, tile counts that are and are not multiples of a
 persistent grid's program count, Triton's specialization classes of M, N and K, each layout feature,
 value profile and configuration; for the family, batches past the grid's limit and how their problems
-sit, alpha and beta at 0 and -1, a bias of stride 0 or 2, the activations' landmarks), counted per
+sit, alpha and beta at 0 and -1, a bias of stride 0 or 2, the activations' landmarks, the scales' values and
+K across and within their groups), counted per
 target, so a run can say what it never
 reached. Line coverage of a kernel's body is coverage.py's job (`coverage run -m pytest
 --gemm-kernel ... --gemm-isolate off` in the interpreter, where the body runs as Python)."""
@@ -10,7 +11,7 @@ reached. Line coverage of a kernel's body is coverage.py's job (`coverage run -m
 from __future__ import annotations
 
 from gemm_fuzz.properties.model import profiles, strategies, stratified
-from gemm_fuzz.properties.model.cases import Epilogue, GemmCase
+from gemm_fuzz.properties.model.cases import SCALE_PROFILES, Epilogue, GemmCase
 from gemm_fuzz.reference.formats import by_name
 
 AXES = ("M", "N", "K")
@@ -68,7 +69,7 @@ def features(case: GemmCase, variant, device_type: str) -> set[str]:
         found.add("specials")
     space = variant.configs_for(device_type, by_name(case.dtype).dtype)
     found.add(f"config {next((i for i, c in enumerate(space) if dict(c) == full), 0)}")
-    return found | _family(case)
+    return found | _family(case) | _scaled(case, variant.operation)
 
 
 BIG_BATCH = f"a batch past {strategies.GRID_LIMIT} problems"
@@ -95,6 +96,25 @@ def _family(case: GemmCase) -> set[str]:
     return found | ({"landmarks"} if epilogue.landmarks else set())
 
 
+def _grouped(op) -> bool:
+    return op.scaled and ("group" in (op.a_scale, op.b_scale) or op.b_scale == "block")
+
+
+def _scaled(case: GemmCase, op) -> set[str]:
+    """What a case reaches of scaled operands: its scale values, K across and within the groups, an odd
+    K's half-used byte of int4 codes."""
+    if not op.scaled:
+        return set()
+    found = {f"scales {(case.epilogue or Epilogue()).scales}"}
+    if _grouped(op) and case.K > op.group_k:
+        found.add("K spans 2+ groups")
+    if _grouped(op) and case.K % op.group_k:
+        found.add("K ends in a partial group")
+    if op.weight == "int4" and case.K % 2:
+        found.add("odd K: half a byte unused")
+    return found
+
+
 def _family_expected(variant) -> set[str]:
     op, req = variant.operation, variant.requirements
     wanted = set()
@@ -111,6 +131,13 @@ def _family_expected(variant) -> set[str]:
         wanted |= {"bias stride 0", "bias stride 2"}
     if op.activation and (op.bias or op.has_c_in):
         wanted.add("landmarks")
+    if op.scaled:
+        wanted |= {f"scales {p}" for p in SCALE_PROFILES}
+        if _grouped(op):
+            wanted.add("K spans 2+ groups")
+            wanted |= set() if op.k_multiple_of_group else {"K ends in a partial group"}
+        if op.weight == "int4":
+            wanted.add("odd K: half a byte unused")
     return wanted
 
 
