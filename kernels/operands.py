@@ -256,7 +256,7 @@ def _check_scales(variant: Variant, extras: dict, M: int, N: int, K: int) -> dic
             raise ValueError(f"b_zero has shape {tuple(t.shape)} and dtype {_dtype_name(t.dtype)}; expected "
                              f"{op.zero_shape(N, K)} int32 (eight int4 zero points an int32 along N)")
         tensors["b_zero"] = t
-    for extra in ("a_scale", "b_scale")[0 if op.a_scale else 1:]:
+    for extra in (e for e in ("a_scale", "b_scale") if e in op.extras()):  # weight-only: b_scale alone
         t = extras[extra]
         shape = op.scale_shape(extra[0], M, N, K)
         _check_tensor(extra, t, _SCALE_SHAPES[extra[0], getattr(op, extra)])

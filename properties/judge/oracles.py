@@ -141,15 +141,17 @@ def against_reference(ops: Operands, precision: str, product: numpy_ref.Product 
 
 @phases.timed("reference")
 def allowances(ops: Operands, precision: str, product: numpy_ref.Product, partials: int = 0) -> dict:
-    """What a correct kernel may store in each output ("C", and "pre" where the operation has it)."""
+    """What a correct kernel may store in each output ("C", and "pre" where the operation has it), from
+    `product_of(ops)`."""
     dtype, out = name_of(ops.a.view.dtype), by_name(name_of(ops.c.view.dtype))
     k = ops.a.view.shape[-1]
     arith = bounds.arithmetic(dtype, precision, partials)
     op = ops.operation
     if not (op.has_epilogue or op.scaled):
         return {"C": bounds.allowance(product, k, arith, out)}
-    if op.scaled:
-        term = scaled.product_term(op, *scaled.scaled_product(op, ops.a.view, ops.b.view, _scales(ops)), k, dtype)
+    if op.scaled:  # `product` is of the dequantized operands (product_of); the bound needs the codes and scales
+        parts = scaled.dequantized(op, ops.a.view, ops.b.view, _scales(ops))[2]
+        term = scaled.product_term(op, product, parts, k, dtype)
     else:
         term = epilogue.product_term(product, k, arith)
     values = {name: to_float64(g.view) for name, g in ops.extras.items() if name not in ("pre", "b_zero", *SCALES)}

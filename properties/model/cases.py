@@ -594,8 +594,9 @@ def materialize(case: GemmCase, device: torch.device | str = "cpu", operation: O
     else:
         va, vb = (*batch, case.M, case.K), (*batch, case.K, operation.n_columns(case.N))
     a = guarded_input("A", case.a, fin, va, device)
+    weights = weight_values(case, operation) if values and operation.weight else {}
     if operation.weight:  # B holds codes, stored (packed) as the operation declares
-        stored = weight_values(case, operation)["b"] if values else operation.b_shape(case.K, case.N)
+        stored = weights["b"] if values else operation.b_shape(case.K, case.N)
         b = guarded_input("B", case.b, WEIGHT_FORMATS[operation.weight], stored, device)
     else:
         b = guarded_input("B", case.b, fin, vb, device)
@@ -610,7 +611,7 @@ def materialize(case: GemmCase, device: torch.device | str = "cpu", operation: O
         for name, v in drawn.items():
             extras[name] = guarded_extra(name, getattr(epilogue, name), operation, fout, v, device)
         if operation.zero:
-            zeros = weight_values(case, operation)["b_zero"] if values else operation.zero_shape(case.N, case.K)
+            zeros = weights["b_zero"] if values else operation.zero_shape(case.N, case.K)
             extras["b_zero"] = guarded_extra("b_zero", epilogue.b_scale, operation, fout, zeros, device)
     for name, drawn in (extra_values(case, operation) if values else _extra_shapes(case, operation)).items():
         extras[name] = guarded_extra(name, getattr(epilogue, name), operation, fout, drawn, device)
