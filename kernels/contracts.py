@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, fields, replace
 
 import torch
 
-from gemm_fuzz.kernels.dtypes import ALL_DTYPES, SCALED_DTYPES, WEIGHT_ONLY_DTYPES
+from gemm_fuzz.kernels.dtypes import dtypes_for
 from gemm_fuzz.kernels.operation import PLAIN, Operation
 from gemm_fuzz.kernels.registry import SAME_DTYPE, BlockShape, Config, Requirements, Variant
 
@@ -102,7 +102,7 @@ class Contract:
 
 def _check_dtypes(dtypes, operation: Operation = PLAIN) -> None:
     example = "e.g. {torch.float16: (torch.float16, torch.float32), torch.int8: (torch.int32,)}"
-    pairs = WEIGHT_ONLY_DTYPES if operation.weight else SCALED_DTYPES if operation.scaled else ALL_DTYPES
+    pairs = dtypes_for(operation)
     if not isinstance(dtypes, Mapping) or not dtypes:
         raise ValueError(f"contract: dtypes={dtypes!r}; expected a dict of input dtype -> output dtypes, {example}")
     for d, outs in dtypes.items():

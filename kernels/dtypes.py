@@ -20,8 +20,21 @@ SCALED_DTYPES = {
     torch.float8_e5m2: (torch.bfloat16, torch.float16, torch.float32),
     torch.int8: (torch.float16, torch.bfloat16, torch.float32),
 }
-# weight-only codes (w4a16, w8a16): A's dtype -> C's
+# weight-only codes (w4a16, w8a16, MXFP4 weights): A's dtype -> C's
 WEIGHT_ONLY_DTYPES = {torch.float16: (torch.float16, torch.float32), torch.bfloat16: (torch.bfloat16, torch.float32)}
+# e2m1 codes in B (weight="e2m1") under scaled A: fp8 codes, or (A's dtype uint8) e2m1 codes two a byte
+FP4_DTYPES = {torch.float8_e4m3fn: SCALED_DTYPES[torch.float8_e4m3fn],
+              torch.float8_e5m2: SCALED_DTYPES[torch.float8_e5m2],
+              torch.uint8: (torch.bfloat16, torch.float16, torch.float32)}
+
+
+def dtypes_for(operation) -> dict:
+    """The input -> output dtype pairs the suite tests for a kernel computing `operation`."""
+    if operation.weight_only:
+        return WEIGHT_ONLY_DTYPES
+    if operation.weight == "e2m1":
+        return FP4_DTYPES
+    return SCALED_DTYPES if operation.scaled else ALL_DTYPES
 
 
 def accumulator(dtype: torch.dtype):

@@ -7,7 +7,7 @@ import numpy as np
 import torch
 
 from gemm_fuzz.kernels import mode
-from gemm_fuzz.kernels.operation import WEIGHT_STORAGE
+from gemm_fuzz.kernels.operation import SCALE_DTYPES
 from gemm_fuzz.kernels.registry import Variant
 
 
@@ -115,7 +115,7 @@ def _check_inputs(variant: Variant, a, b) -> tuple[int, int, int]:
     _check_tensor("B", b, batch + ("K x 2N" if op.gated else "K x N"))
     (M, K), (K2, N2) = a.shape[-2:], b.shape[-2:]
     if op.weight:
-        return M, N2, _check_weight(variant, a, b, K)
+        return _check_weight(variant, a, b)
     if K2 != K:
         raise ValueError(f"B has {K2} rows but A has {K} columns (K): the inner dimensions must match")
     if op.batched and a.shape[0] != b.shape[0]:
@@ -133,27 +133,38 @@ def _check_inputs(variant: Variant, a, b) -> tuple[int, int, int]:
     return M, N2 // 2 if op.gated else N2, K
 
 
-def _check_weight(variant: Variant, a, b, K: int) -> int:
-    """Weight-only codes in B: A fp16 or bf16, B stored as the operation declares; K (A's columns)."""
+def _check_weight(variant: Variant, a, b) -> tuple[int, int, int]:
+    """Codes in B other than A's dtype (weight-only, or e2m1 under fp8 or e2m1 A), stored (packed) as the
+    operation declares: M, N, K (A's columns; A's e2m1 codes: twice its bytes)."""
     op = variant.operation
     if a.dtype not in variant.dtypes:
         accepted = ", ".join(_dtype_name(d) for d in variant.dtypes)
         raise TypeError(f"A has dtype {_dtype_name(a.dtype)}; variant {variant.name!r} takes {accepted}")
-    storage = WEIGHT_STORAGE[op.weight]
-    if b.dtype != storage:
+    if b.dtype != op.b_dtype:
         raise TypeError(f"B has dtype {_dtype_name(b.dtype)}; variant {variant.name!r} takes {op.weight} codes stored "
-                        f"as {_dtype_name(storage)}")
-    expected = op.b_shape(K, b.shape[-1])
+                        f"as {_dtype_name(op.b_dtype)}")
+    M, K = a.shape[-2], a.shape[-1] * (2 if op.packs_a(a.dtype) else 1)
+    packing = {"k2": "two codes a byte along K", "k8": "eight codes an int32 along K",
+               "n8": "eight codes an int32 along N"}[op.packing]
+    if op.packing == "n8":  # N's last word may be partial: C's shape says N
+        if b.shape[-2] != K:
+            raise ValueError(f"B has shape {tuple(b.shape)}; expected ({K}, ceil(N / 8)) for A's K = {K} ({packing})")
+        return M, None, K
+    N = b.shape[-1]
+    expected = op.b_shape(K, N)
     if tuple(b.shape) != expected:
-        packed = " (two codes a byte along K)" if op.weight == "int4" else ""
-        raise ValueError(f"B has shape {tuple(b.shape)}; expected {expected} for A's K = {K}{packed}")
-    return K
+        what = f" ({packing})" if op.weight != "int8" else ""
+        raise ValueError(f"B has shape {tuple(b.shape)}; expected {expected} for A's K = {K}{what}")
+    return M, N, K
 
 
 def allocate_output(variant: Variant, a, b) -> torch.Tensor:
     """A fresh M x N output in the variant's default output dtype for these inputs, once A and B pass
     (so a bad A is named before a C of A's M rows is allocated)."""
     M, N, _ = _check_inputs(variant, a, b)
+    if N is None:
+        raise ValueError(f"B has shape {tuple(b.shape)}, eight codes an int32 along N, so N is known only to a "
+                         "multiple of 8: pass C (M x N) to say N")
     _check_machine(variant, {"A": a, "B": b})
     for name, t in (("A", a), ("B", b)):
         _check_requirements(variant, name, t)
@@ -173,6 +184,11 @@ def check(variant: Variant, a, b, c, extras: dict | None = None) -> tuple[int, i
     M, N, K = _check_inputs(variant, a, b)
     batch = (a.shape[0],) if op.batched else ()
     _check_tensor("C", c, "Bt x M x N" if op.batched else "M x N")
+    if N is None:  # B's codes eight an int32 along N
+        N = c.shape[-1]
+        if -(-N // 8) != b.shape[-1]:
+            raise ValueError(f"C has {N} columns (N) but B has {b.shape[-1]} words of eight codes along N; expected "
+                             f"ceil(N / 8) = {-(-N // 8)}")
     if tuple(c.shape) != (*batch, M, N):
         raise ValueError(f"C has shape {tuple(c.shape)}; expected {'(Bt, M, N)' if batch else '(M, N)'} = "
                          f"{(*batch, M, N)} for A {tuple(a.shape)} and B {tuple(b.shape)}")
@@ -249,12 +265,15 @@ def _check_scales(variant: Variant, extras: dict, M: int, N: int, K: int) -> dic
         raise ValueError(f"K = {K} is not a multiple of group_k = {op.group_k}, which variant {variant.name!r} "
                          "needs (its contract says k_multiple_of_group)")
     tensors = {}
+    scale_dtype = SCALE_DTYPES[op.scale_dtype]
     if op.zero:
         t = extras["b_zero"]
-        _check_tensor("b_zero", t, "K groups x ceil(N / 8)")
-        if tuple(t.shape) != op.zero_shape(N, K) or t.dtype != torch.int32:
+        _check_tensor("b_zero", t, "K groups x " + ("N" if op.zero == "float" else "ceil(N / 8)"))
+        want, what = ((scale_dtype, "zero points in the scales' dtype, w = q * s + z") if op.zero == "float" else
+                      (torch.int32, "eight int4 zero points an int32 along N"))
+        if tuple(t.shape) != op.zero_shape(N, K) or t.dtype != want:
             raise ValueError(f"b_zero has shape {tuple(t.shape)} and dtype {_dtype_name(t.dtype)}; expected "
-                             f"{op.zero_shape(N, K)} int32 (eight int4 zero points an int32 along N)")
+                             f"{op.zero_shape(N, K)} {_dtype_name(want)} ({what})")
         tensors["b_zero"] = t
     for extra in (e for e in ("a_scale", "b_scale") if e in op.extras()):  # weight-only: b_scale alone
         t = extras[extra]
@@ -263,8 +282,9 @@ def _check_scales(variant: Variant, extras: dict, M: int, N: int, K: int) -> dic
         if tuple(t.shape) != shape:
             raise ValueError(f"{extra} has shape {tuple(t.shape)}; expected {shape} ({getattr(op, extra)} scales "
                              f"of {'A' if extra == 'a_scale' else 'B'}, M, N, K = {M}, {N}, {K})")
-        if t.dtype != torch.float32:
-            raise TypeError(f"{extra} has dtype {_dtype_name(t.dtype)}; scales are float32")
+        if t.dtype != scale_dtype:
+            raise TypeError(f"{extra} has dtype {_dtype_name(t.dtype)}; variant {variant.name!r} takes "
+                            f"{_dtype_name(scale_dtype)} scales" + (" (E8M0 bytes)" if op.scale_dtype == "e8m0" else ""))
         tensors[extra] = t
     return tensors
 

@@ -34,16 +34,31 @@ B's scales are oriented as B is, (K, N); a kernel that takes them as (N, K) pass
 `k_multiple_of_group`: the kernel needs K % group_k == 0 (it asserts it); otherwise K's last group is
 partial and masked.
 
-Weight-only (`weight="int4"` or `"int8"`: w4a16, w8a16): A stays fp16 or bf16, B holds integer codes
-with `b_scale` "col" or "group" and no a_scale, and the kernel dequantizes each weight into A's dtype
-before the dot, w = (q - z) * s (rounded there). int8 codes are signed, z = 0. int4 codes are 0..15,
-packed two a uint8 along K (b is (ceil(K / 2), N), even k in the low nibble, an odd K's last high
-nibble unused); z is 8 (`zero=None`, the symmetric default) or read from `b_zero`, int4 zero points
-packed eight an int32 along N ((ceil(K / group_k), ceil(N / 8)), column 8j + i in bits 4i to 4i + 3).
+Scales are fp32 unless `scale_dtype` says otherwise: "fp16" or "bf16" (GPTQ and AWQ store fp16), "e8m0"
+(microscaling: torch.uint8 bytes, e meaning 2**(e - 127), 0x00 2**-127 and 0xFF NaN, as the OCP MX
+specification decodes them) or "e4m3" (NVFP4's torch.float8_e4m3fn scales).
+
+Weight-only (`weight="int4"`, `"int8"` or `"e2m1"`: w4a16, w8a16, MXFP4 weights): A stays fp16 or bf16,
+B holds codes with `b_scale` "col" or "group" and no a_scale, and the kernel dequantizes each weight
+into A's dtype before the dot, w = (q - z) * s (rounded there), or (`scale_after_dot`, int codes and
+channel scales) multiplies the dot of A with q - z by s. int8 codes are signed, z = 0. int4 codes are
+0..15 with z = 8 (`zero=None`, the symmetric default) or read from `b_zero`: int4 zero points packed
+eight an int32 along N (`zero="packed"`: (ceil(K / group_k), ceil(N / 8))), or floats in the scales'
+dtype and shape with w = q * s + z (`zero="float"`). int4 codes are packed (`packing`):
+  "k2"  two a uint8 along K, B (ceil(K / 2), N), even k in the low nibble
+  "k8"  eight an int32 along K, B (ceil(K / 8), N) (GPTQ's qweight)
+  "n8"  eight an int32 along N, B (K, ceil(N / 8)) (AWQ's qweight)
+an int32 word holding element i (of its eight) in bits 4 * pack_order[i] (identity by default; AWQ's
+order is (0, 4, 1, 5, 2, 6, 3, 7)); packed zero points use the same order. An unused code past K or N
+holds whatever the buffer holds. e2m1 codes (fp4: sign, two exponent and one mantissa bit, values 0,
+0.5, 1, 1.5, 2, 3, 4, 6) are packed two a uint8 along K as "k2" is, z = 0. With `a_scale` as well,
+`weight="e2m1"` means B holds e2m1 codes while A holds codes of its own dtype: fp8 (MXFP8 x MXFP4) or,
+A's dtype torch.uint8, e2m1 packed two a byte along K too (A (M, ceil(K / 2)): MXFP4, NVFP4).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
@@ -52,8 +67,10 @@ import torch
 ACTIVATIONS = ("relu", "leaky_relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh")
 # what FUNC may receive besides a, b, c
 EXTRAS = ("bias", "c_in", "alpha", "beta", "residual", "pre", "a_scale", "b_scale", "b_zero")
-WEIGHTS = ("int4", "int8")  # weight-only codes of B
-WEIGHT_STORAGE = {"int4": torch.uint8, "int8": torch.int8}  # how B holds them (int4: two a byte)
+WEIGHTS = ("int4", "int8", "e2m1")  # codes of B other than A's dtype
+PACKINGS = {"k2": "two a uint8 along K", "k8": "eight an int32 along K (GPTQ)", "n8": "eight an int32 along N (AWQ)"}
+SCALE_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16, "e8m0": torch.uint8,
+                "e4m3": torch.float8_e4m3fn}
 A_SCALES = {"tensor": "one for A", "row": "one per row of A (per token)", "group": "1 x group_k along K"}
 B_SCALES = {"tensor": "one for B", "col": "one per column of B (per channel)", "group": "group_k x 1 along K",
             "block": "group_k x group_n blocks"}
@@ -86,11 +103,19 @@ class Operation:
     group_n: int = 128  # N elements a block scale covers
     k_multiple_of_group: bool = False  # the kernel needs K % group_k == 0
     weight: str | None = None  # one of WEIGHTS: weight-only codes in B (A stays fp16 or bf16)
-    zero: str | None = None  # int4: None (z = 8) or "packed" (b_zero, eight an int32 along N)
+    zero: str | None = None  # int4: None (z = 8), "packed" (b_zero, eight an int32 along N) or "float" (q * s + z)
+    packing: str = "k2"  # int4 codes: one of PACKINGS
+    pack_order: tuple = (0, 1, 2, 3, 4, 5, 6, 7)  # int32 packings: element i in bits 4 * pack_order[i]
+    scale_dtype: str = "fp32"  # one of SCALE_DTYPES
+    scale_after_dot: bool = False  # weight-only: C = (A @ (q - z)) * s, not A @ ((q - z) * s) rounded
 
     def __post_init__(self):
         def wrong(what: str, expected: str):
             raise ValueError(f"operation: {what}; expected {expected}")
+
+        if not isinstance(self.pack_order, (tuple, list)):
+            wrong(f"pack_order={self.pack_order!r}", "a permutation of 0..7")
+        object.__setattr__(self, "pack_order", tuple(self.pack_order))
 
         if self.beta_scales not in ("c_in", "bias"):
             wrong(f"beta_scales={self.beta_scales!r}", "'c_in' (cuBLASLt) or 'bias' (Inductor's addmm)")
@@ -113,18 +138,36 @@ class Operation:
             if self.alpha or self.beta or self.bias or self.residual:
                 wrong("a gated operation with alpha, beta, bias or residual", "gated kernels with only their "
                       "activation (and pre_activation)")
-        if self.weight is not None:
-            if self.weight not in WEIGHTS:
-                wrong(f"weight={self.weight!r}", "'int4' (w4a16: codes 0..15 packed two a byte along K), 'int8' "
-                      "(w8a16) or None")
-            if self.a_scale is not None or self.b_scale not in ("col", "group"):
-                wrong(f"weight-only codes with a_scale={self.a_scale!r}, b_scale={self.b_scale!r}",
-                      "a_scale=None and b_scale='col' or 'group' (A is not quantized)")
-        elif (self.a_scale is None) != (self.b_scale is None):
+        if self.weight is not None and self.weight not in WEIGHTS:
+            wrong(f"weight={self.weight!r}", "'int4' (w4a16), 'int8' (w8a16), 'e2m1' (fp4 codes) or None")
+        if self.weight_only and self.b_scale not in ("col", "group"):
+            wrong(f"weight-only codes with b_scale={self.b_scale!r}", "b_scale='col' or 'group'")
+        if self.weight in ("int4", "int8") and self.a_scale is not None:
+            wrong(f"{self.weight} weights with a_scale={self.a_scale!r}", "a_scale=None: weight-only codes (A is "
+                  "not quantized); A and B both int8: leave weight unset")
+        if self.weight is None and (self.a_scale is None) != (self.b_scale is None):
             wrong(f"a_scale={self.a_scale!r} with b_scale={self.b_scale!r}", "both operands scaled, or neither "
-                  "(weight-only codes: declare weight='int4' or 'int8')")
-        if self.zero is not None and (self.zero != "packed" or self.weight != "int4"):
-            wrong(f"zero={self.zero!r} with weight={self.weight!r}", "zero='packed' with weight='int4', or None")
+                  "(weight-only codes: declare weight='int4', 'int8' or 'e2m1')")
+        if self.zero is not None and (self.zero not in ("packed", "float") or self.weight != "int4"):
+            wrong(f"zero={self.zero!r} with weight={self.weight!r}", "zero='packed' or 'float' with weight='int4', "
+                  "or None")
+        if self.packing not in PACKINGS or (self.packing != "k2" and self.weight != "int4"):
+            wrong(f"packing={self.packing!r} with weight={self.weight!r}",
+                  "; ".join(f"'{k}' ({v})" for k, v in PACKINGS.items()) + " for int4 codes ('k2' otherwise)")
+        if sorted(self.pack_order) != list(range(8)) or (self.pack_order != tuple(range(8))
+                                                          and self.packing == "k2" and self.zero != "packed"):
+            wrong(f"pack_order={self.pack_order!r} with packing={self.packing!r}", "a permutation of 0..7 (the "
+                  "nibble of each of a word's eight codes) for an int32 packing")
+        if self.scale_dtype not in SCALE_DTYPES:
+            wrong(f"scale_dtype={self.scale_dtype!r}", "one of " + ", ".join(SCALE_DTYPES))
+        if self.zero == "float" and self.scale_dtype not in ("fp32", "fp16", "bf16"):
+            wrong(f"zero='float' with scale_dtype={self.scale_dtype!r}", "float zero points in fp32, fp16 or bf16")
+        if self.scale_dtype != "fp32" and not self.scaled:
+            wrong(f"scale_dtype={self.scale_dtype!r} without scales", "scale_dtype with a_scale or b_scale")
+        if self.scale_after_dot and not (self.weight_only and self.weight in ("int4", "int8")
+                                         and self.b_scale == "col" and self.zero != "float"):
+            wrong("scale_after_dot", "weight-only int4 or int8 codes with b_scale='col' and integer zero points "
+                  "(a group scale multiplies each group's partial: that is the scaled-codes form, a_scale set)")
         if self.a_scale is not None and self.a_scale not in A_SCALES:
             wrong(f"a_scale={self.a_scale!r}", "; ".join(f"'{k}' ({v})" for k, v in A_SCALES.items()))
         if self.b_scale is not None and self.b_scale not in B_SCALES:
@@ -158,6 +201,16 @@ class Operation:
         return self.b_scale is not None
 
     @property
+    def weight_only(self) -> bool:
+        """Codes in B alone: A stays fp16 or bf16 and the kernel dequantizes B into A's dtype."""
+        return self.weight is not None and self.a_scale is None
+
+    def packs_a(self, dtype: torch.dtype | str) -> bool:
+        """A of this dtype (or format name) holds e2m1 codes two a byte along K: torch.uint8 under
+        weight="e2m1" with a_scale."""
+        return self.weight == "e2m1" and self.a_scale is not None and dtype in (torch.uint8, "fp4e2m1")
+
+    @property
     def has_epilogue(self) -> bool:
         return bool(self.alpha or self.beta or self.bias or self.activation or self.residual or self.gated
                     or self.pre_activation)
@@ -183,12 +236,33 @@ class Operation:
         return 2 * n if self.gated else n
 
     def b_shape(self, K: int, N: int) -> tuple[int, int]:
-        """The shape of B as FUNC receives it: (K, N), or int4 codes packed two a byte along K."""
-        return (-(-K // 2), N) if self.weight == "int4" else (K, N)
+        """The shape of B as FUNC receives it: (K, N), or its codes packed (`packing`)."""
+        if self.weight not in ("int4", "e2m1"):
+            return (K, N)
+        return {"k2": (-(-K // 2), N), "k8": (-(-K // 8), N), "n8": (K, -(-N // 8))}[self.packing]
+
+    @property
+    def b_dtype(self) -> torch.dtype | None:
+        """How B stores its codes (None: B has A's dtype)."""
+        if self.weight == "int4":
+            return torch.uint8 if self.packing == "k2" else torch.int32
+        return {"int8": torch.int8, "e2m1": torch.uint8}.get(self.weight)
+
+    def k_multiple(self, dtype: torch.dtype | str) -> int:
+        """What K must be a multiple of for A of this dtype: the group (`k_multiple_of_group`), 2 (A's
+        e2m1 codes two a byte: an odd K's shape is an even one's), both, or 1."""
+        group = self.group_k if self.scaled and self.k_multiple_of_group else 1
+        return group * 2 // math.gcd(group, 2) if self.packs_a(dtype) else group
+
+    def a_shape(self, M: int, K: int, dtype: torch.dtype | str) -> tuple[int, int]:
+        """The shape of A as FUNC receives it: (M, K), or e2m1 codes two a byte along K."""
+        return (M, -(-K // 2)) if self.packs_a(dtype) else (M, K)
 
     def zero_shape(self, N: int, K: int) -> tuple[int, int]:
-        """b_zero's shape: one int32 of eight packed zero points along N, per K group (or one, "col")."""
-        return (-(-K // self.group_k) if self.b_scale == "group" else 1, -(-N // 8))
+        """b_zero's shape: packed, one int32 of eight zero points along N a K group (or one, "col");
+        float, b_scale's (as (1, N) for "col")."""
+        rows = -(-K // self.group_k) if self.b_scale == "group" else 1
+        return (rows, N) if self.zero == "float" else (rows, -(-N // 8))
 
     def scale_shape(self, operand: str, M: int, N: int, K: int) -> tuple[int, ...]:
         """The shape of a_scale ("a") or b_scale ("b") for an M x N x K problem."""
@@ -229,12 +303,18 @@ class Operation:
             text += f", slope {self.slope}"
         if self.pre_activation:
             text += "; pre = " + ("A @ B" if self.gated else "the activation's argument")
-        if self.weight:
-            text += (f"; B {self.weight} codes, b_scale {self.b_scale}"
-                     + (f", group_k {self.group_k}" if self.b_scale == "group" else "")
-                     + (", packed zero points" if self.zero else ", zero point 8" if self.weight == "int4" else ""))
+        scales = "" if self.scale_dtype == "fp32" else f" ({self.scale_dtype})"
+        if self.weight_only:
+            packing = f", packed {self.packing}" + ("" if self.pack_order == tuple(range(8)) else
+                                                     " order " + "".join(map(str, self.pack_order)))
+            text += (f"; B {self.weight} codes" + (packing if self.weight == "int4" else "")
+                     + f", b_scale {self.b_scale}{scales}" + (f", group_k {self.group_k}" if self.b_scale == "group" else "")
+                     + {"packed": ", packed zero points", "float": ", w = q * s + z"}.get(
+                         self.zero, ", zero point 8" if self.weight == "int4" else "")
+                     + (", scaled after the dot" if self.scale_after_dot else ""))
         elif self.scaled:
-            text += (f"; A, B scaled: a_scale {self.a_scale}, b_scale {self.b_scale}"
+            text += ("; A, B scaled" + (" (B e2m1 codes)" if self.weight else "")
+                     + f": a_scale {self.a_scale}, b_scale {self.b_scale}{scales}"
                      + (f", group_k {self.group_k}" if "group" in (self.a_scale, self.b_scale) or self.b_scale == "block"
                         else "") + (f", group_n {self.group_n}" if self.b_scale == "block" else ""))
         return ("batched: " if self.batched else "") + text

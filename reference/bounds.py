@@ -99,7 +99,7 @@ def _arithmetic(input_dtype: str, precision: str) -> Arithmetic:
     if not fmt.is_float:
         int32 = FORMATS["int32"]
         return Arithmetic("int32", 0.0, int32, 0.0, 0.0, 31, int(fmt.max))
-    if fmt.name.startswith("fp8"):
+    if fmt.name.startswith(("fp8", "fp4")):  # fp4: no MMA on Hopper; its scaled products bound as fp8's
         return Arithmetic(f"{fmt.name}-hopper-acc", 0.0, FP32_ACC, 2.0**-FP8_ACC_BITS, FP32_ACC.min_normal,
                           FP8_ACC_BITS, math.inf, align_floor=fmt.min_normal)
     if fmt.name == "fp32" and precision == "tf32":

@@ -62,7 +62,9 @@ FORMATS: dict[str, Format] = {
         _int("int32", torch.int32),
     )
 }
-# packed int4 codes are stored as bytes (not a dtype a product is computed in: not in FORMATS)
+# e2m1 (fp4) codes, two a byte along K: A stored as torch.uint8 under a scaled operation with e2m1 weights
+FORMATS["fp4e2m1"] = Format("fp4e2m1", torch.uint8, 2, True, 6.0, 1.0, 0.5)
+# packed int4 codes and E8M0 scales are stored as bytes (not a dtype a product is computed in: not in FORMATS)
 UINT8 = _int("uint8", torch.uint8)
 # tf32 is not a storage dtype: fp32 operands whose significands a tensor core keeps to 11 bits.
 TF32 = Format("tf32", torch.float32, 11, True, FORMATS["fp32"].max, FORMATS["fp32"].min_normal, 2.0**-149)

@@ -33,7 +33,8 @@ from gemm_fuzz.reference import bounds
 from gemm_fuzz.reference.formats import FORMATS, by_name
 from gemm_fuzz.reference.numpy_ref import Product, product, to_float64
 
-FP32 = FORMATS["fp32"]
+FP32, BF16 = FORMATS["fp32"], FORMATS["bf16"]
+MX_SCALES = ("e8m0", "e4m3")  # microscaling: a kernel may dequantize into bf16 before the dot
 _EVAL_SLACK = 1.0 + 2.0**-40  # float64 evaluation of the bound rounds too
 
 
@@ -56,43 +57,83 @@ def expanded(op, operand: str, scale: np.ndarray, shape: tuple[int, int]) -> np.
     return s[k_groups][:, np.arange(cols) // op.group_n]  # block: (K groups, N groups)
 
 
-def unpacked(op, b: torch.Tensor, K: int) -> np.ndarray:
-    """Weight-only B's codes, K x N, as float64 integers (int4: two a byte along K, even k low)."""
-    stored = to_float64(b).astype(np.int64)
-    if op.weight != "int4":
-        return stored.astype(np.float64)
-    codes = np.empty((2 * stored.shape[0], stored.shape[1]), dtype=np.int64)
-    codes[0::2], codes[1::2] = stored & 0xF, (stored >> 4) & 0xF
-    return codes[:K].astype(np.float64)
+# e2m1 (fp4): sign bit 3, magnitudes by the low three bits (OCP MX specification)
+E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0])
+
+
+def e8m0(stored: np.ndarray) -> np.ndarray:
+    """E8M0 scale bytes as float64: byte e is 2**(e - 127), 0x00 2**-127 (not 0), 0xFF NaN."""
+    e = np.asarray(stored, dtype=np.int64) & 0xFF
+    return np.where(e == 0xFF, np.nan, np.exp2((e - 127).astype(np.float64)))
+
+
+def scale_values(op, t: torch.Tensor) -> np.ndarray:
+    """A scale (or float zero point) tensor's values in float64, as its dtype decodes them."""
+    return e8m0(to_float64(t)) if op.scale_dtype == "e8m0" else to_float64(t)
+
+
+def nibbles(stored: np.ndarray, axis: int, count: int, order=(0, 1)) -> np.ndarray:
+    """The 4-bit fields of bytes or int32 words, unpacked along `axis`: element j * len(order) + i of the
+    unpacked axis is word j's bits 4 * order[i] .. + 3; the first `count` elements."""
+    words = np.moveaxis(np.asarray(stored, dtype=np.int64) & 0xFFFFFFFF, axis, -1)
+    fields = np.stack([(words >> (4 * o)) & 0xF for o in order], axis=-1)
+    unpacked = fields.reshape(*words.shape[:-1], words.shape[-1] * len(order))[..., :count]
+    return np.moveaxis(unpacked, -1, axis)
+
+
+def unpacked(op, b: torch.Tensor, K: int, N: int) -> np.ndarray:
+    """B's codes, K x N, as float64: integers (int8; int4 0..15 unpacked as `op.packing` says) or e2m1
+    values."""
+    stored = to_float64(b)
+    if op.weight == "int8":
+        return stored
+    if op.weight == "e2m1":
+        return E2M1[nibbles(stored, 0, K)]
+    layout = {"k2": (0, K, (0, 1)), "k8": (0, K, op.pack_order), "n8": (1, N, op.pack_order)}[op.packing]
+    return nibbles(stored, *layout).astype(np.float64)
+
+
+def a_codes(op, a: torch.Tensor) -> np.ndarray:
+    """A's codes as float64: its values, or (e2m1 two a byte along K) decoded."""
+    stored = to_float64(a)
+    return E2M1[nibbles(stored, 1, 2 * stored.shape[1])] if op.packs_a(a.dtype) else stored
 
 
 def zero_points(op, b_zero: torch.Tensor | None, shape: tuple[int, int]) -> np.ndarray:
-    """Each weight's zero point: 8 (int4's default), 0 (int8), or unpacked from b_zero (K groups x N)."""
+    """Each weight's zero point, K x N: 8 (int4's default), 0 (int8, e2m1), unpacked from b_zero (eight an
+    int32 along N, a row per K group) or b_zero's floats (zero="float")."""
     if b_zero is None:
         return np.full(shape, 8.0 if op.weight == "int4" else 0.0)
-    words = to_float64(b_zero).astype(np.int64) & 0xFFFFFFFF
-    per_group = np.stack([(words >> (4 * i)) & 0xF for i in range(8)], axis=-1).reshape(words.shape[0],
-                                                                                     8 * words.shape[1])
-    rows = np.arange(shape[0]) // op.group_k if op.b_scale == "group" else np.zeros(shape[0], dtype=np.int64)
-    return per_group[rows][:, :shape[1]].astype(np.float64)
+    K, N = shape
+    rows = np.arange(K) // op.group_k if op.b_scale == "group" else np.zeros(K, dtype=np.int64)
+    if op.zero == "float":
+        return scale_values(op, b_zero)[rows]
+    return nibbles(to_float64(b_zero), 1, N, op.pack_order)[rows].astype(np.float64)
 
 
 def dequantized(op, a: torch.Tensor, b: torch.Tensor, scales: dict):
     """A' and B' as float64 arrays, exactly, and what the bound needs: the codes the dot multiplies and
-    each element's scale (weight-only: the dequantized weights themselves, scale 1, as the dot takes
-    them). `scales`: a_scale, b_scale and b_zero where the operation has them."""
-    K = a.shape[-1]
-    if op.weight:
-        a2, codes = to_float64(a), unpacked(op, b, K)
-        sb = expanded(op, "b", to_float64(scales["b_scale"]), codes.shape)
-        with np.errstate(invalid="ignore", over="ignore"):
-            b2 = (codes - zero_points(op, scales.get("b_zero"), codes.shape)) * sb
-        return a2, b2, (a2, b2, np.ones(a2.shape), np.ones(b2.shape))
-    sa = expanded(op, "a", to_float64(scales["a_scale"]), tuple(a.shape))
-    sb = expanded(op, "b", to_float64(scales["b_scale"]), tuple(b.shape))
-    codes_a, codes_b = to_float64(a), to_float64(b)
+    each element's scale (weights dequantized before the dot: the weights themselves, scale 1, as the
+    dot takes them). `scales`: a_scale, b_scale and b_zero where the operation has them."""
+    codes_a = a_codes(op, a)
+    K = codes_a.shape[-1]
+    b_scale = scale_values(op, scales["b_scale"])
+    N = b_scale.shape[-1] if op.weight_only else b.shape[-1]
+    codes_b = unpacked(op, b, K, N) if op.weight else to_float64(b)
+    sb = expanded(op, "b", b_scale, codes_b.shape)
     with np.errstate(invalid="ignore", over="ignore"):
-        return codes_a * sa, codes_b * sb, (codes_a, codes_b, sa, sb)
+        if op.weight_only:
+            z = zero_points(op, scales.get("b_zero"), codes_b.shape)
+            ones_a, ones_b = np.ones(codes_a.shape), np.ones(sb.shape)
+            if op.zero == "float":  # q * s rounds in fp32 before z is added: its error is not relative to w
+                b2 = codes_b * sb + z
+                return codes_a, b2, (codes_a, b2, ones_a, ones_b, 2 * FP32.u * np.abs(codes_b * sb))
+            b2 = (codes_b - z) * sb
+            if op.scale_after_dot:
+                return codes_a, b2, (codes_a, codes_b - z, ones_a, sb, None)
+            return codes_a, b2, (codes_a, b2, ones_a, ones_b, None)
+        sa = expanded(op, "a", scale_values(op, scales["a_scale"]), codes_a.shape)
+        return codes_a * sa, codes_b * sb, (codes_a, codes_b, sa, sb, None)
 
 
 def scaled_product(op, a, b, scales: dict) -> tuple[Product, tuple]:
@@ -118,11 +159,15 @@ def product_term(op, prod: Product, parts: tuple, k: int, dtype: str):
     bound, exact and free elements."""
     from gemm_fuzz.reference.epilogue import Term
 
-    codes_a, codes_b, sa, sb = parts
+    codes_a, codes_b, sa, sb, weight_err = parts
     arith = bounds.arithmetic(dtype)
     fmt = by_name(dtype)
-    if op.weight:  # each weight rounded into A's dtype before the dot (to 0 where it underflows)
-        arith = replace(arith, input_u=fmt.u, input_tiny=fmt.min_normal)
+    rounded = op.weight_only and not op.scale_after_dot
+    if rounded:  # each weight scaled in fp32 and rounded into A's dtype before the dot (0 where it underflows)
+        arith = replace(arith, input_u=fmt.u + FP32.u * (1 + fmt.u), input_tiny=fmt.min_normal)
+    elif op.scale_dtype in MX_SCALES:  # codes and scales may meet in bf16 before the dot (tl.dot_scaled's
+        # emulation on Hopper): exact but below bf16's subnormals, rounded there (or to 0)
+        arith = replace(arith, input_tiny=BF16.min_subnormal)
     with np.errstate(invalid="ignore", over="ignore"):
         fa, fb, ua, ub = (np.where(np.isfinite(x), np.abs(x), 0.0) for x in (codes_a, codes_b, sa, sb))
         aligned = None
@@ -131,6 +176,9 @@ def product_term(op, prod: Product, parts: tuple, k: int, dtype: str):
             lift = lambda x: np.where((x < floor) & (x != 0), floor, x)  # noqa: E731
             aligned = (lift(fa) * ua) @ (lift(fb) * ub)
         err = bounds.accumulation(prod, k, arith, aligned=aligned if aligned is not None else prod.magnitude)
+        if weight_err is not None:
+            err = err + (1 + 2 * arith.input_u) * (np.abs(np.where(np.isfinite(codes_a), codes_a, 0.0))
+                                                   @ np.where(np.isfinite(weight_err), weight_err, 0.0))
         P = prod.magnitude
         steps = k + 2
         g = bounds.gamma(steps, FP32.u)
@@ -140,14 +188,18 @@ def product_term(op, prod: Product, parts: tuple, k: int, dtype: str):
         overflow = np.maximum(once, P + err) * (1 + 2 * g) >= FP32.overflow_threshold
         overflow |= _scale_products(op, sa, sb) >= FP32.overflow_threshold  # a_scale * b_scale first
         inf_scale = np.isinf(sa).any(axis=-1)[:, None] | np.isinf(sb).any(axis=-2)[None, :]
-        if op.weight:  # a weight past A's dtype's range is Inf there
+        if rounded:  # a weight past A's dtype's range is Inf there
             inf_scale = inf_scale | (fb * (1 + fmt.u) >= fmt.overflow_threshold).any(axis=-2)[None, :]
+        elif op.scale_dtype in MX_SCALES:  # a code times its scale past bf16's range is Inf there
+            past = BF16.overflow_threshold
+            inf_scale = (inf_scale | ((fa * ua) >= past).any(axis=-1)[:, None]
+                         | ((fb * ub) >= past).any(axis=-2)[None, :])
         classes = bounds.allowance(prod, k, arith, FP32)  # the scaled sums are fp32
     free = classes.ambiguous() | (overflow & np.isfinite(prod.value)) | inf_scale
     exact = np.zeros(P.shape, bool)
     if all(_powers_of_two(s) for s in (sa, sb)):  # integer dequantized values whose sums every step holds
         rows, cols = np.isfinite(prod.row_integers), np.isfinite(prod.col_integers)
-        if op.weight:  # weights that A's dtype holds exactly
+        if rounded:  # weights that A's dtype holds exactly
             cols = cols & (prod.col_integers <= fmt.exact_integer_limit)
         exact = rows[:, None] & cols[None, :] & (P <= 2.0**FP32.p) & (fa @ fb <= 2.0**arith.exact_bits)
     return Term(prod.value, np.where(exact, 0.0, err), exact, free)

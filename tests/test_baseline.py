@@ -67,6 +67,8 @@ EXPECTED = {
     "int8_scaled_even_k_by_parity": CAUGHT,  # 64x64x4: unmasked K reads take the next row's codes
     "w4a16_zero_shift_by_index": CAUGHT,  # zero points all 8 (0x88888888): the misshifted nibble is 4
     "w4a16_packed_rows_bounded_by_k": MISSED,  # rows past B meet A's masked-off columns (zeros)
+    "mxfp4_e8m0_byte0_as_zero": MISSED,  # scales around 1: no byte 0 among them
+    "mxfp4_scale_group_by_cdiv": CAUGHT,  # K = 16: elements 1..15 read the next row's scale (or past the end)
 }
 
 ON_THE_INTERPRETER = [m.name for m in mutants.mutants() if not m.gpu_only]

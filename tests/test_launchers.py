@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from gemm_fuzz import kernels
-from gemm_fuzz.kernels.operation import WEIGHT_STORAGE
+from gemm_fuzz.kernels.operation import SCALE_DTYPES
 from gemm_fuzz.properties.model import strategies
 from gemm_fuzz.properties.model.cases import raw
 from gemm_fuzz.properties.run import runner
@@ -32,7 +32,7 @@ def _operands(variant, device, m=4, n=6, k=5):
     make = (lambda *s: torch.randint(-2, 3, s).to(dtype).to(device))
     b = make(*batch, k, variant.operation.n_columns(n))
     if variant.operation.weight:  # codes as the kernel stores them (int4: two a byte along K)
-        b = torch.zeros(variant.operation.b_shape(k, n), dtype=WEIGHT_STORAGE[variant.operation.weight], device=device)
+        b = torch.zeros(variant.operation.b_shape(k, n), dtype=variant.operation.b_dtype, device=device)
     return make(*batch, m, k), b, _unwritten((*batch, m, n), out, device)
 
 
@@ -41,12 +41,14 @@ def _extras(variant, c, k=5) -> dict:
     (scales for _operands' K)."""
     op = variant.operation
     *batch, m, n = c.shape
+    scales = SCALE_DTYPES[op.scale_dtype]
     make = {"bias": lambda: torch.ones(n if op.bias == "n" else m, dtype=op.bias_dtype or c.dtype, device=c.device),
             "c_in": lambda: torch.ones_like(c), "residual": lambda: torch.ones_like(c), "alpha": lambda: 1.0,
             "beta": lambda: 1.0, "pre": lambda: _unwritten((*batch, m, op.n_columns(n)), c.dtype, c.device),
-            "a_scale": lambda: torch.ones(op.scale_shape("a", m, n, k), device=c.device),
-            "b_scale": lambda: torch.ones(op.scale_shape("b", m, n, k), device=c.device),
-            "b_zero": lambda: torch.zeros(op.zero_shape(n, k), dtype=torch.int32, device=c.device)}
+            "a_scale": lambda: torch.ones(op.scale_shape("a", m, n, k), dtype=scales, device=c.device),
+            "b_scale": lambda: torch.ones(op.scale_shape("b", m, n, k), dtype=scales, device=c.device),
+            "b_zero": lambda: torch.zeros(op.zero_shape(n, k), dtype=scales if op.zero == "float" else torch.int32,
+                                          device=c.device)}
     return {keyword: make[extra]() for extra, keyword in op.keywords().items()}
 
 

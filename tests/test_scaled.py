@@ -99,7 +99,8 @@ def test_scale_shapes_follow_their_granularity():
 
 @pytest.mark.parametrize("change, error, message", [
     (lambda x: {**x, "a_scale": x["a_scale"][:, :1]}, ValueError, "a_scale has shape (5, 1); expected (5, 3)"),
-    (lambda x: {**x, "b_scale": x["b_scale"].half()}, TypeError, "b_scale has dtype float16; scales are float32"),
+    (lambda x: {**x, "b_scale": x["b_scale"].half()}, TypeError,
+     "b_scale has dtype float16; variant 'fake' takes float32 scales"),
     (lambda x: {**x, "b_scale": x["b_scale"].flatten()}, ValueError,
      "b_scale must be 2-D (ceil(K / group_k) x ceil(N / group_n))"),
     (lambda x: {"a_scale": x["a_scale"]}, TypeError, "missing extra(s) b_scale"),
@@ -183,10 +184,17 @@ HALF = {torch.float16: (torch.float16, torch.float32)}
 
 
 @pytest.mark.parametrize("declared, message", [
-    (dict(weight="int3", b_scale="col"), "weight='int3'; expected 'int4' (w4a16: codes 0..15 packed two a byte"),
-    (dict(weight="int4", a_scale="row", b_scale="col"), "weight-only codes with a_scale='row', b_scale='col'"),
-    (dict(weight="int4", b_scale="block"), "weight-only codes with a_scale=None, b_scale='block'"),
+    (dict(weight="int3", b_scale="col"), "weight='int3'; expected 'int4' (w4a16), 'int8' (w8a16), 'e2m1'"),
+    (dict(weight="int4", a_scale="row", b_scale="col"), "int4 weights with a_scale='row'; expected a_scale=None"),
+    (dict(weight="int4", b_scale="block"), "weight-only codes with b_scale='block'"),
     (dict(weight="int8", b_scale="col", zero="packed"), "zero='packed' with weight='int8'"),
+    (dict(weight="int8", b_scale="col", packing="n8"), "packing='n8' with weight='int8'"),
+    (dict(weight="int4", b_scale="col", packing="k8", pack_order=(0, 1, 2, 3)), "pack_order=(0, 1, 2, 3)"),
+    (dict(weight="int4", b_scale="col", pack_order=(1, 0, 2, 3, 4, 5, 6, 7)), "with packing='k2'"),
+    (dict(weight="int4", b_scale="col", scale_dtype="e5m2"), "scale_dtype='e5m2'; expected one of fp32, fp16"),
+    (dict(weight="int4", b_scale="group", zero="float", scale_dtype="e8m0"), "float zero points in fp32, fp16"),
+    (dict(weight="int4", b_scale="group", scale_after_dot=True), "scale_after_dot; expected weight-only int4"),
+    (dict(scale_dtype="fp16"), "scale_dtype='fp16' without scales"),
 ])
 def test_a_wrong_weight_only_operation_fails_where_it_is_declared(declared, message):
     with pytest.raises(ValueError, match=re.escape(message)):
@@ -200,7 +208,7 @@ def _w4_fake(wrong_zero=None) -> Variant:
     def launch(a, b, c, config=None, **extras):
         operands.check(variant, a, b, c, extras)
         K = a.shape[1]
-        codes = scaled.unpacked(W4, b, K)
+        codes = scaled.unpacked(W4, b, K, b.shape[1])
         zeros = scaled.zero_points(W4, extras["b_zero"], codes.shape) if wrong_zero is None else wrong_zero
         s = scaled.expanded(W4, "b", extras["b_scale"].double().numpy(), codes.shape)
         w = torch.from_numpy((codes - zeros) * s).to(a.dtype).double()
@@ -215,7 +223,7 @@ def test_int4_codes_and_zero_points_unpack_as_declared():
     codes = np.arange(7 * 10).reshape(7, 10) % 16  # K = 7: the last byte's high nibble unused
     padded = np.vstack([codes, np.zeros((1, 10), dtype=np.int64)])
     b = torch.from_numpy(padded[0::2] | (padded[1::2] << 4)).to(torch.uint8)
-    assert np.array_equal(scaled.unpacked(W4, b, 7), codes)
+    assert np.array_equal(scaled.unpacked(W4, b, 7, b.shape[1]), codes)
     zeros = np.arange(16).reshape(1, 16) % 16  # one group, N = 16: two words
     words = [sum(int(zeros[0, 8 * j + i]) << (4 * i) for i in range(8)) for j in range(2)]
     b_zero = torch.tensor([[w - 2**32 if w >= 2**31 else w for w in words]], dtype=torch.int32)

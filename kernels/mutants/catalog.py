@@ -530,3 +530,26 @@ register(Mutant(
         "reads row 0 only",
     caught_as="OutOfBoundsAccess", unaffected=dict(K=1),
 ))
+
+MXFP4_BYTE0 = "    bits = tl.where(s == 0, 0x00400000, bits)\n"
+MXFP4_A_SCALE = ("            a_s = tl.load(as_ptr + offs_m[:, None] * stride_as_m + (offs_k // GROUP)[None, :] * "
+                 "stride_as_k,\n")
+
+register(Mutant(
+    name="mxfp4_e8m0_byte0_as_zero", parent="mxfp4",
+    edits=(Edit(MXFP4_BYTE0, ""),),
+    bug="E8M0 byte 0 decoded as 0 (its bits shifted into an fp32 exponent of 0), not 2**-127 as OCP MX says",
+    dtype="fp8e4m3", smallest=dict(M=1, N=3, K=1, epilogue=dict(scales="specials")),
+    why="seed 0's special scales pair a_scale's byte 0 with b_scale 0xFE (2**127) in column 2, where the lost "
+        "product is 2**-127 * 2**127 = 1; columns 0 and 1 pair it with scales too small to show past the bound",
+    caught_as="ValueOutOfBound", unaffected=dict(epilogue=dict(scales="normal")),
+))
+register(Mutant(
+    name="mxfp4_scale_group_by_cdiv", parent="mxfp4",
+    edits=(Edit(MXFP4_A_SCALE, "            a_s = tl.load(as_ptr + offs_m[:, None] * stride_as_m + tl.cdiv(offs_k, GROUP)"
+                               "[None, :] * stride_as_k,\n"),),
+    bug="the scale group of element k taken as cdiv(k, 32), not k // 32: off by one but at each group's start",
+    dtype="fp8e4m3", smallest=dict(M=1, N=1, K=2),
+    why="element 1 of K = 2 reads group 1's scale, past a_scale's one column; K = 1 reads group 0 only",
+    caught_as="OutOfBoundsAccess", unaffected=dict(K=1),
+))

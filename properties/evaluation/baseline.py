@@ -41,6 +41,8 @@ import torch
 
 from gemm_fuzz.kernels import mutants
 from gemm_fuzz.kernels import operands as launcher_checks
+from gemm_fuzz.kernels.operation import SCALE_DTYPES
+from gemm_fuzz.properties.model.cases import packed
 from gemm_fuzz.reference import epilogue, scaled
 
 # The distinct (M, N, K) of test_dot's lists, in its order
@@ -92,8 +94,10 @@ def check_shape(variant, M: int, N: int, K: int, dtype: str) -> bool:
     batch = (BATCH,) if op.batched else ()
     x, y = operands(M, op.n_columns(N), K, dtype, batch)
     a, b = torch.from_numpy(x).to(TORCH[dtype]), torch.from_numpy(y).to(TORCH[dtype])
-    if op.weight:  # weight-only codes over their range, stored as the kernel takes them
+    if op.weight:  # codes over their range, stored as the kernel takes them
         b = weight_codes(op, K, N)
+    if op.packs_a(dtype):  # e2m1 codes two a byte along K
+        a = torch.from_numpy(np.random.RandomState(20).randint(0, 256, op.a_shape(M, K, dtype))).to(torch.uint8)
     out = variant.dtypes[TORCH[dtype]][0] if op.scaled else OUT.get(dtype, TORCH[dtype])
     c = torch.zeros((*batch, M, N), dtype=out)
     extras = epilogue_operands(op, batch, M, N, out, K)
@@ -119,13 +123,20 @@ BATCH = 2  # a batched kernel's problems: two, packed
 
 
 def weight_codes(op, K: int, N: int) -> torch.Tensor:
-    """Weight-only B from RandomState(19): int8 codes, or int4 codes packed two a byte along K."""
+    """B's codes from RandomState(19): int8 codes, or int4 and e2m1 codes packed as declared."""
     rs = np.random.RandomState(19)
     if op.weight == "int8":
         return torch.from_numpy(rs.randint(-128, 128, (K, N))).to(torch.int8)
-    codes = np.zeros((2 * -(-K // 2), N), dtype=np.int64)
-    codes[:K] = rs.randint(0, 16, (K, N))
-    return torch.from_numpy(codes[0::2] | (codes[1::2] << 4)).to(torch.uint8)
+    codes = rs.randint(0, 16, (K, N))
+    axis, order = {"k2": (0, (0, 1)), "k8": (0, op.pack_order), "n8": (1, op.pack_order)}[op.packing]
+    return torch.from_numpy(packed(codes, axis, order).astype(np.int64)).to(op.b_dtype)
+
+
+def _scales(op, shape: tuple, rs) -> torch.Tensor:
+    """Scales around 1 in the operation's scale dtype (E8M0: 0.5, 1 or 2)."""
+    if op.scale_dtype == "e8m0":
+        return torch.from_numpy(rs.randint(126, 129, shape)).to(torch.uint8)
+    return torch.from_numpy(rs.uniform(0.5, 1.5, shape)).to(SCALE_DTYPES[op.scale_dtype])
 
 
 def epilogue_operands(op, batch: tuple, M: int, N: int, out: torch.dtype, K: int = 1) -> dict:
@@ -138,9 +149,11 @@ def epilogue_operands(op, batch: tuple, M: int, N: int, out: torch.dtype, K: int
             "residual": lambda: normal(*batch, M, N).to(out), "alpha": lambda: 1.0, "beta": lambda: 1.0,
             "pre": lambda: torch.zeros((*batch, M, op.n_columns(N)), dtype=out),
             # scales as calibration gives them (amax / the format's largest), positive and around 1
-            "a_scale": lambda: torch.from_numpy(rs.uniform(0.5, 1.5, op.scale_shape("a", M, N, K))).float(),
-            "b_scale": lambda: torch.from_numpy(rs.uniform(0.5, 1.5, op.scale_shape("b", M, N, K))).float(),
-            "b_zero": lambda: torch.full(op.zero_shape(N, K), 0x88888888 - 2**32, dtype=torch.int32)}  # all 8
+            "a_scale": lambda: _scales(op, op.scale_shape("a", M, N, K), rs),
+            "b_scale": lambda: _scales(op, op.scale_shape("b", M, N, K), rs),
+            "b_zero": lambda: (torch.zeros(op.zero_shape(N, K), dtype=SCALE_DTYPES[op.scale_dtype])
+                               if op.zero == "float"  # packed: all 8
+                               else torch.full(op.zero_shape(N, K), 0x88888888 - 2**32, dtype=torch.int32))}
     return {name: made[name]() for name in op.extras()}
 
 

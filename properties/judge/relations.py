@@ -25,7 +25,6 @@ from gemm_fuzz.kernels.registry import Variant
 from gemm_fuzz.properties.judge import compare, oracles
 from gemm_fuzz.properties.model.cases import (
     SCALES,
-    WEIGHT_FORMATS,
     Epilogue,
     GemmCase,
     Layout,
@@ -34,6 +33,7 @@ from gemm_fuzz.properties.model.cases import (
     guarded_extra,
     guarded_input,
     guarded_output,
+    operand_format,
 )
 from gemm_fuzz.reference import bounds, numpy_ref
 from gemm_fuzz.reference.formats import Format, by_name
@@ -119,10 +119,10 @@ def solve(variant: Variant, launch: Launch, a: np.ndarray, b: np.ndarray,
     operands are 3-D) under the memory oracles (`config`: the configuration `launch` runs, for the
     bound); a second output is judged against its reference here."""
     op = variant.operation
-    fb = WEIGHT_FORMATS[op.weight] if op.weight else fin  # weight-only B: its codes as stored
+    fa, fb = (operand_format(op, operand, fin) for operand in "ab")  # codes as stored
     shapes = (a.shape, b.shape, (*a.shape[:-1], b.shape[-1] // (2 if op.gated else 1)))
-    la, lb, lc = (_aligned(variant, lay, shape, fmt) for lay, shape, fmt in zip(layouts, shapes, (fin, fb, fout)))
-    ga = guarded_input("A", la, fin, a, device)
+    la, lb, lc = (_aligned(variant, lay, shape, fmt) for lay, shape, fmt in zip(layouts, shapes, (fa, fb, fout)))
+    ga = guarded_input("A", la, fa, a, device)
     gb = guarded_input("B", lb, fb, b, device)
     gc = guarded_output("C", shapes[2], lc, fout, device)
     guarded = {}

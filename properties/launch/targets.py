@@ -1,7 +1,8 @@
 """What a run tests: (variant, input dtype) pairs, chosen by dtype selector and variant glob.
 
 Dtype selectors name what a user thinks of as a dtype: fp32 inputs are `fp32` on variants that
-promise ieee and `tf32` on variants that promise tf32; `fp8` means both fp8 formats.
+promise ieee and `tf32` on variants that promise tf32; `fp8` means both fp8 formats; `fp4` (fp4e2m1)
+is e2m1 codes in A (MXFP4, NVFP4).
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from dataclasses import dataclass
 from gemm_fuzz.kernels.registry import Variant
 from gemm_fuzz.reference.formats import name_of
 
-SELECTORS = ("fp16", "bf16", "fp32", "tf32", "fp8e4m3", "fp8e5m2", "int8")
-ALIASES = {"fp8": ("fp8e4m3", "fp8e5m2")}
+SELECTORS = ("fp16", "bf16", "fp32", "tf32", "fp8e4m3", "fp8e5m2", "int8", "fp4e2m1")
+ALIASES = {"fp8": ("fp8e4m3", "fp8e5m2"), "fp4": ("fp4e2m1",)}
 
 
 @dataclass(frozen=True)

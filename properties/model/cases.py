@@ -471,11 +471,25 @@ def _extra_shapes(case: GemmCase, operation: Operation) -> dict[str, tuple[int, 
 
 
 SCALES = ("a_scale", "b_scale")
-SCALE_FORMAT = by_name("fp32")
 
 
 def scale_shape(case: GemmCase, operation: Operation, name: str) -> tuple[int, ...]:
     return operation.scale_shape(name[0], case.M, case.N, case.K)
+
+
+def scale_format(operation: Operation) -> Format:
+    """How scales (and float zero points) are stored: their float format, or E8M0 bytes."""
+    return UINT8 if operation.scale_dtype == "e8m0" else by_name({"e4m3": "fp8e4m3"}.get(operation.scale_dtype,
+                                                                                           operation.scale_dtype))
+
+
+def operand_format(operation: Operation, operand: str, fin: Format) -> Format:
+    """How input operand "a" or "b" is stored: in its dtype, or as codes packed in bytes or int32 words."""
+    if operand == "a":
+        return UINT8 if operation.packs_a(fin.name) else fin
+    if operation.weight:
+        return {torch.uint8: UINT8, torch.int8: by_name("int8"), torch.int32: by_name("int32")}[operation.b_dtype]
+    return fin
 
 
 def _scale_layout(layout: Layout, values: np.ndarray | tuple) -> Layout | Vector:
@@ -486,57 +500,99 @@ def _scale_layout(layout: Layout, values: np.ndarray | tuple) -> Layout | Vector
     return Vector(layout.strides(1, shape[0])[1] if shape[0] > 1 else 1, layout.offset)
 
 
-WEIGHT_FORMATS = {"int4": UINT8, "int8": by_name("int8")}
+UNUSED_NIBBLE = 0xF  # a packed code past K or N: 15 (int4), -6 (e2m1): a kernel that uses it shows
 
 
-def weight_values(case: GemmCase, operation: Operation) -> dict[str, np.ndarray]:
-    """Weight-only codes: B as stored ("b": int8 codes, or int4 codes packed two a byte along K, even k in
-    the low nibble) and packed int4 zero points ("b_zero", eight an int32 along N), as float64 integers.
-    Profile "ones": every weight one scale (q = z + 1); otherwise codes over their whole range, its ends
-    (0 and 15; -128 and 127) among them."""
+def packed(codes: np.ndarray, axis: int, order: tuple = (0, 1)) -> np.ndarray:
+    """4-bit codes packed along `axis` (nibbles.reference's inverse): element j * len(order) + i in word
+    j's bits 4 * order[i]; a last partial word's unused nibbles hold UNUSED_NIBBLE. int32 words signed."""
+    codes = np.moveaxis(np.asarray(codes, dtype=np.int64), axis, -1)
+    n = len(order)
+    full = np.full((*codes.shape[:-1], n * -(-codes.shape[-1] // n)), UNUSED_NIBBLE, dtype=np.int64)
+    full[..., :codes.shape[-1]] = codes
+    words = sum(full[..., i::n] << (4 * o) for i, o in enumerate(order))
+    if n == 8:
+        words = np.where(words >= 2**31, words - 2**32, words)
+    return np.moveaxis(words, -1, axis).astype(np.float64)
+
+
+E2M1_ENDS = (0x7, 0xF, 0x0, 0x8, 0x1, 0x9)  # +-6 (the largest), +-0, +-0.5 (the subnormal)
+E2M1_ONE = 0x2
+
+
+def _codes(rng, shape: tuple[int, int], kind: str, ones) -> np.ndarray:
+    """Codes over their whole range, their ends among them (profile "ones": `ones`)."""
+    if ones is not None:
+        return np.broadcast_to(ones, shape).astype(np.int64)
+    lo, hi, ends = {"int4": (0, 15, (0, 15)), "int8": (-128, 127, (-128, 127)), "e2m1": (0, 15, E2M1_ENDS)}[kind]
+    codes = rng.integers(lo, hi + 1, size=shape)
+    return np.where(rng.random(shape) < 0.1, rng.choice(ends, size=shape), codes)
+
+
+def code_values(case: GemmCase, operation: Operation) -> dict[str, np.ndarray]:
+    """Codes other than A's dtype's values, as stored (float64 integers): B ("b": int8 codes; int4 codes
+    packed as `operation.packing` says; e2m1 codes two a byte along K), A's e2m1 codes where A holds them
+    ("a"), int4 zero points ("b_zero": packed eight an int32 along N, or floats of the scales' format).
+    Profile "ones": every weight one scale (q = z + 1; e2m1: 1.0)."""
     rng = np.random.default_rng([case.seed, 9])
     K, N = case.K, case.N
-    int4 = operation.weight == "int4"
-    lo, hi = (0, 15) if int4 else (-128, 127)
-    groups = operation.zero_shape(N, K)[0]
-    zeros = np.full((groups, N), 8) if case.profile == "ones" else rng.integers(0, 16, size=(groups, N))
-    if case.profile == "ones":
-        z = np.repeat(zeros, operation.group_k, axis=0)[:K] if operation.b_scale == "group" else zeros[:1]
-        codes = np.broadcast_to(z + 1 if int4 else np.ones((1, N), dtype=np.int64), (K, N)).astype(np.int64)
+    ones = case.profile == "ones"
+    kind = operation.weight
+    groups = operation.zero_shape(N, K)[0] if operation.weight_only else 1
+    found = {}
+    if kind == "int4" and operation.zero == "float":
+        zeros = np.zeros((groups, N)) if ones else rng.integers(-16, 17, size=(groups, N)) / 2.0
+        found["b_zero"] = zeros
+        z = np.zeros((K, N), dtype=np.int64)
     else:
-        codes = rng.integers(lo, hi + 1, size=(K, N))
-        ends = rng.random((K, N)) < 0.1
-        codes = np.where(ends, rng.choice([lo, hi], size=(K, N)), codes)
-    found = {"codes": codes}
-    if int4:
-        padded = np.zeros((2 * -(-K // 2), N), dtype=np.int64)
-        padded[:K] = codes
-        found["b"] = (padded[0::2] | (padded[1::2] << 4)).astype(np.float64)
-        if operation.zero:
-            cols = np.zeros((groups, 8 * -(-N // 8)), dtype=np.int64)
-            cols[:, :N] = zeros
-            words = sum(cols[:, i::8] << (4 * i) for i in range(8))
-            found["b_zero"] = np.where(words >= 2**31, words - 2**32, words).astype(np.float64)
-    else:
+        zeros = np.full((groups, N), 8) if ones else rng.integers(0, 16, size=(groups, N))
+        rows = np.arange(K) // operation.group_k if operation.b_scale == "group" else np.zeros(K, dtype=np.int64)
+        z = zeros[rows] if kind == "int4" else np.zeros((K, N), dtype=np.int64)
+        if operation.zero == "packed":
+            found["b_zero"] = packed(zeros, 1, operation.pack_order)
+    one = z + 1 if kind == "int4" else E2M1_ONE if kind == "e2m1" else 1
+    codes = _codes(rng, (K, N), kind, one if ones else None)
+    found["codes"] = codes
+    if kind == "int8":
         found["b"] = codes.astype(np.float64)
+    elif kind == "e2m1" or operation.packing == "k2":
+        found["b"] = packed(codes, 0)
+    else:
+        found["b"] = packed(codes, 0 if operation.packing == "k8" else 1, operation.pack_order)
+    if operation.packs_a(case.dtype):
+        a_codes = _codes(np.random.default_rng([case.seed, 10]), (case.M, K), "e2m1", E2M1_ONE if ones else None)
+        found["a"] = packed(a_codes, 1)
     return found
 
 
+def _scale_specials(fmt: Format) -> np.ndarray:
+    """0, the smallest subnormal, the largest value and NaN (E8M0 bytes: 2**-127, 2**-126, 2**127, NaN)."""
+    if fmt is UINT8:
+        return np.array([0x00, 0x01, 0xFE, 0xFF], dtype=np.float64)
+    return np.array([0.0, fmt.min_subnormal, float(fmt.max), np.nan])
+
+
 def scale_values(case: GemmCase, operation: Operation) -> dict[str, np.ndarray]:
-    """The float64 values drawn for a_scale and b_scale (exactly fp32), by the case's scale profile."""
+    """The values drawn for a_scale and b_scale as stored (float64, exactly in their format; E8M0: the
+    bytes), by the case's scale profile."""
     profile = (case.epilogue or Epilogue()).scales
+    fmt = scale_format(operation)
+    e8m0 = fmt is UINT8
     found = {}
     for i, name in enumerate(n for n in SCALES if n in operation.extras()):
         shape = scale_shape(case, operation, name)
         rng = np.random.default_rng([case.seed, 7 + i])
-        if profile == "pow2":
-            values = np.exp2(rng.integers(0, 5, size=shape)).astype(np.float64)  # integers stay integers
+        if profile == "pow2":  # integers stay integers
+            exponents = rng.integers(0, 5, size=shape)
+            values = exponents + 127.0 if e8m0 else np.exp2(exponents).astype(np.float64)
+        elif e8m0:
+            values = rng.integers(127 - 20, 127 + 8, size=shape).astype(np.float64)
         else:
-            values = np.exp2(rng.uniform(-8, 4, size=shape)).astype(np.float32).astype(np.float64)
+            drawn = torch.from_numpy(np.exp2(rng.uniform(-8, 4, size=shape)))
+            values = drawn.to(fmt.dtype).to(torch.float64).numpy()
         if profile == "specials" and values.size:
-            specials = np.array([0.0, 2.0**-140, float(SCALE_FORMAT.max), np.nan])
             where = rng.random(shape) < max(0.15, 1.0 / values.size)
-            values = np.where(where, rng.choice(specials, size=shape), values)
+            values = np.where(where, rng.choice(_scale_specials(fmt), size=shape), values)
         found[name] = values
     return found
 
@@ -551,9 +607,10 @@ def guarded_extra(name: str, layout: Layout | Vector, operation: Operation, out:
     """An extra input (bias, c_in, residual; a_scale, b_scale) placed as `guarded_input` places A and B, in
     its format (a scale vector as the one row of its layout)."""
     if name in SCALES:
-        return guarded_input(name, _scale_layout(layout, values), SCALE_FORMAT, values, device)
-    if name == "b_zero":  # packed zero points: int32, laid out as b_scale is
-        return guarded_input(name, layout, by_name("int32"), values, device)
+        return guarded_input(name, _scale_layout(layout, values), scale_format(operation), values, device)
+    if name == "b_zero":  # zero points, laid out as b_scale is: packed int32 words, or floats as scales are
+        fmt = scale_format(operation) if operation.zero == "float" else by_name("int32")
+        return guarded_input(name, layout, fmt, values, device)
     return guarded_input({"c_in": "C_in"}.get(name, name), layout, extra_format(operation, name, out), values, device)
 
 
@@ -590,14 +647,16 @@ def materialize(case: GemmCase, device: torch.device | str = "cpu", operation: O
     fin, fout = by_name(case.dtype), by_name(case.out_dtype)
     batch = (case.batch,) if case.batch else ()
     if values:
-        va, vb = input_values(case, operation)
+        va, vb = input_values(case, operation) if not operation.packs_a(case.dtype) else (None, None)
     else:
         va, vb = (*batch, case.M, case.K), (*batch, case.K, operation.n_columns(case.N))
-    a = guarded_input("A", case.a, fin, va, device)
-    weights = weight_values(case, operation) if values and operation.weight else {}
+    codes = code_values(case, operation) if values and operation.weight else {}
+    if operation.packs_a(case.dtype):  # e2m1 codes two a byte along K
+        va = codes["a"] if values else operation.a_shape(case.M, case.K, case.dtype)
+    a = guarded_input("A", case.a, operand_format(operation, "a", fin), va, device)
     if operation.weight:  # B holds codes, stored (packed) as the operation declares
-        stored = weights["b"] if values else operation.b_shape(case.K, case.N)
-        b = guarded_input("B", case.b, WEIGHT_FORMATS[operation.weight], stored, device)
+        stored = codes["b"] if values else operation.b_shape(case.K, case.N)
+        b = guarded_input("B", case.b, operand_format(operation, "b", fin), stored, device)
     else:
         b = guarded_input("B", case.b, fin, vb, device)
     c = guarded_output("C", (*batch, case.M, case.N), case.c, fout, device)
@@ -611,7 +670,7 @@ def materialize(case: GemmCase, device: torch.device | str = "cpu", operation: O
         for name, v in drawn.items():
             extras[name] = guarded_extra(name, getattr(epilogue, name), operation, fout, v, device)
         if operation.zero:
-            zeros = weights["b_zero"] if values else operation.zero_shape(case.N, case.K)
+            zeros = codes["b_zero"] if values else operation.zero_shape(case.N, case.K)
             extras["b_zero"] = guarded_extra("b_zero", epilogue.b_scale, operation, fout, zeros, device)
     for name, drawn in (extra_values(case, operation) if values else _extra_shapes(case, operation)).items():
         extras[name] = guarded_extra(name, getattr(epilogue, name), operation, fout, drawn, device)

@@ -320,15 +320,16 @@ def gemm_cases(draw, variant: Variant, dtype: str, *, device_type: str, max_dim:
     if entry is None:
         return case
     case = specialization.fit(case, entry, variant, device_type, tuple(reach(b, max_dim, tiles) for b in axes))
-    return _whole_groups(case, variant)
+    return whole_groups(case, variant)
 
 
-def _whole_groups(case: GemmCase, variant: Variant) -> GemmCase:
-    """K a multiple of the scales' group where the kernel needs one (fitting a class may have moved K)."""
-    op = variant.operation
-    if not (op.scaled and op.k_multiple_of_group) or case.K % op.group_k == 0:
+def whole_groups(case: GemmCase, variant: Variant) -> GemmCase:
+    """K a multiple of the scales' group where the kernel needs one, and even where A holds e2m1 codes
+    two a byte (fitting a class may have moved K)."""
+    step = variant.operation.k_multiple(case.dtype)
+    if case.K % step == 0:
         return case
-    return resized(case, variant, K=max(1, -(-case.K // op.group_k)) * op.group_k)
+    return resized(case, variant, K=max(1, -(-case.K // step)) * step)
 
 
 @st.composite
@@ -341,7 +342,7 @@ def operation_fields(draw, variant: Variant, case: GemmCase, device_type: str, b
         if batch > GRID_LIMIT:
             case = resized(case, variant, **{d: min(getattr(case, d), BIG_BATCH_DIM) for d in "MNK"})
         case = replace(case, batch=batch, **{o: draw(batch_layout(variant, o, getattr(case, o))) for o in "abc"})
-    case = _whole_groups(case, variant)  # the kernel asserts K % group_k == 0
+    case = whole_groups(case, variant)  # the kernel asserts K % group_k == 0
     if op.has_epilogue or op.scaled:
         case = replace(case, epilogue=draw(epilogues(variant, case.M, case.N, case.out_dtype, case.K)))
     return case

@@ -123,7 +123,8 @@ def cases(variant: Variant, dtype: str, *, device_type: str, max_dim: int, tiles
     skip = runnable.blocked(variant, dtype)
     configs = [() if i == 0 else tuple(c.items()) for i, c in enumerate(space) if i not in skip] or [()]
     count = max(len(kinds), *(len(d) for d in dims), *(len(f) for f in features.values()), len(outs), len(configs))
-    found = [strategies.simplest_case(variant, 1, 1, 1, dtype)]  # the plainest first
+    # the plainest first (K even where A holds e2m1 codes two a byte, whole groups where the kernel needs them)
+    found = [strategies.simplest_case(variant, 1, 1, variant.operation.k_multiple(dtype), dtype)]
     for i in range(1, count + 1):
         # each axis and operand cycles through its own list, shifted so that no two move in step
         m, n, k = (d[(i + shift) % len(d)] for d, shift in zip(dims, (0, 1, 2)))
@@ -134,7 +135,7 @@ def cases(variant: Variant, dtype: str, *, device_type: str, max_dim: int, tiles
         case = GemmCase(m, n, k, dtype, out, a=lay["a"], b=lay["b"], c=lay["c"], profile=kinds[i % len(kinds)],
                         seed=i, specials=fmt.is_float and i % 2 == 1, order=i % 3 if device_type == "cpu" else 0,
                         config=configs[i % len(configs)])
-        found.append(operation_fields(variant, case, i))
+        found.append(strategies.whole_groups(operation_fields(variant, case, i), variant))
     if variant.operation.batched and big_batches:  # past grid axes 1 and 2 (the interpreter checks the grid only)
         found.append(replace(found[0], batch=strategies.BIG_BATCHES[0]))
     if device_type != "cuda":

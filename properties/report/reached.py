@@ -110,12 +110,17 @@ def _scaled(case: GemmCase, op) -> set[str]:
         found.add("K spans 2+ groups")
     if _grouped(op) and case.K % op.group_k:
         found.add("K ends in a partial group")
-    if op.weight == "int4" and case.K % 2:
+    if _half_bytes(op) and case.K % 2:
         found.add("odd K: half a byte unused")
     return found
 
 
-def _family_expected(variant) -> set[str]:
+def _half_bytes(op) -> bool:
+    """B's codes two a byte along K (int4 "k2", e2m1): an odd K leaves half of B's last row of bytes unused."""
+    return op.weight == "e2m1" or (op.weight == "int4" and op.packing == "k2")
+
+
+def _family_expected(variant, dtype: str) -> set[str]:
     op, req = variant.operation, variant.requirements
     wanted = set()
     if op.batched:
@@ -136,7 +141,7 @@ def _family_expected(variant) -> set[str]:
         if _grouped(op):
             wanted.add("K spans 2+ groups")
             wanted |= set() if op.k_multiple_of_group else {"K ends in a partial group"}
-        if op.weight == "int4":
+        if _half_bytes(op) and op.k_multiple(dtype) % 2:  # A's e2m1 codes two a byte: K is even
             wanted.add("odd K: half a byte unused")
     return wanted
 
@@ -148,6 +153,8 @@ def expected(variant, device_type: str, dtype: str) -> set[str]:
     full = _full(variant, device_type, dtype, {})
     blocks = _blocks(full)
     wanted = {f"{axis} {cls}" for axis in AXES for cls in ("== 1", "% 16 == 0", "neither 1 nor a multiple of 16")}
+    if variant.operation.k_multiple(dtype) > 1:  # K is a multiple of 2 or of the group: never 1
+        wanted.discard("K == 1")
     wanted |= {f"{axis}: 3+ tiles" for axis in AXES}  # flagged, as a warning, where the blocks are too large
     wanted |= {f"{axis}: ragged edge past a full tile" for axis in AXES if blocks[axis] > 1}
     wanted |= {f"{name} {feature}" for name in OPERANDS
@@ -158,4 +165,4 @@ def expected(variant, device_type: str, dtype: str) -> set[str]:
     if fmt.is_float:
         wanted.add("specials")
     wanted |= {f"config {i}" for i in range(len(variant.configs_for(device_type, fmt.dtype)))}
-    return wanted | _family_expected(variant)
+    return wanted | _family_expected(variant, dtype)

@@ -501,7 +501,9 @@ class PropertyRun:
             for dim in ("M", "N", "K", *(("batch",) if case.batch else ())):
                 # the smallest failing value, by bisection over the sizes below the failing one (a batch's:
                 # those drawn, so that no batch just under the grid's limit is run program by program)
-                sizes = strategies.batch_sizes(case.batch) if dim == "batch" else range(1, getattr(case, dim) + 1)
+                step = resolved.operation.k_multiple(case.dtype) if dim == "K" else 1  # K whole groups, even
+                sizes = (strategies.batch_sizes(case.batch) if dim == "batch"
+                         else range(step, getattr(case, dim) + 1, step))
                 lo, hi = 0, len(sizes) - 1  # sizes[hi] fails
                 while lo < hi and time.monotonic() <= until:
                     mid = (lo + hi) // 2
