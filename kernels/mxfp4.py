@@ -7,7 +7,13 @@ bytes, one per 32 elements along K (byte 0 is 2**-127, 0xFF NaN). On the GPU eac
 through `tl.dot_scaled` (native on Blackwell, emulated in bf16 on Hopper); on the interpreter one
 configuration does the same and the other dequantizes each tile of 32 itself (decoding E8M0 and e2m1
 by their bits) and multiplies in fp32, so the two paths are checked against each other too.
+
+Triton's Hopper emulation of `tl.dot_scaled` decoded E8M0 byte 0 as 0 until triton-lang/triton#11624
+(Triton 3.6 does): where a one-launch probe finds that, the DOT_SCALED configurations dequantize too,
+as a kernel guarding against the known bug would.
 """
+
+import functools
 
 import torch
 import triton
@@ -86,7 +92,32 @@ def mxfp4_kernel(
              mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
-CONFIGS = {  # dot_scaled takes whole groups a tile: BK a multiple of 32
+@triton.jit
+def _byte0_probe(a_ptr, b_ptr, as_ptr, bs_ptr, c_ptr):
+    m, k, kb = tl.arange(0, 16), tl.arange(0, 32), tl.arange(0, 16)
+    a = tl.load(a_ptr + m[:, None] * 32 + k[None, :])
+    b = tl.load(b_ptr + kb[:, None] * 16 + m[None, :])
+    a_s = tl.load(as_ptr + m[:, None] + tl.arange(0, 1)[None, :])
+    b_s = tl.load(bs_ptr + m[:, None] + tl.arange(0, 1)[None, :])
+    tl.store(c_ptr + m[:, None] * 16 + m[None, :], tl.dot_scaled(a, a_s, "e4m3", b, b_s, "e2m1"))
+
+
+@functools.cache
+def dot_scaled_decodes_byte0(device: torch.device) -> bool:
+    """Does tl.dot_scaled on this device read E8M0 byte 0 as 2**-127? A of 4s scaled by byte 0 times B of
+    1s scaled by 1: each element is 32 * 4 * 2**-127 = 2**-120 (0 where byte 0 reads as 0)."""
+    a = torch.full((16, 32), 4.0, device=device).to(torch.float8_e4m3fn)
+    b = torch.full((16, 16), 0x22, dtype=torch.uint8, device=device)  # e2m1 1.0 twice
+    a_scale = torch.zeros((16, 1), dtype=torch.uint8, device=device)
+    b_scale = torch.full((16, 1), 127, dtype=torch.uint8, device=device)
+    c = torch.empty((16, 16), device=device)
+    _byte0_probe[(1,)](a, b, a_scale, b_scale, c)
+    return bool((c == 2.0**-120).all())
+
+
+# DOT_SCALED: through tl.dot_scaled where the device decodes E8M0 byte 0 as the specification says, else
+# dequantized; dot_scaled takes whole groups a tile: BK a multiple of 32
+CONFIGS = {
     "cpu": (dict(BM=16, BN=16, BK=32, DOT_SCALED=False, num_warps=1, num_stages=1),
             dict(BM=16, BN=32, BK=64, DOT_SCALED=True, num_warps=1, num_stages=1)),
     "cuda": (dict(BM=64, BN=64, BK=64, DOT_SCALED=True, num_warps=4, num_stages=3),
@@ -102,7 +133,8 @@ def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, M: int, N: int, K:
         a, b, c, a_scale, b_scale, M, N, K,
         a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
         a_scale.stride(0), a_scale.stride(1), b_scale.stride(0), b_scale.stride(1),
-        BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP=GROUP, DOT_SCALED=cfg["DOT_SCALED"],
+        BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], GROUP=GROUP,
+        DOT_SCALED=cfg["DOT_SCALED"] and (a.device.type == "cpu" or dot_scaled_decodes_byte0(a.device)),
         **registry.options(cfg),
     )
 

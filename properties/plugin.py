@@ -379,7 +379,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             operations = list(dict.fromkeys(t.variant.operation for t in _targets(config)
                                             if not t.variant.operation.plain))
             groups = [AgreementGroup(s, operation=op) for s in selection.selectors if s != "tf32"  # fp32 has tf32
-                      for op in [PLAIN, *operations] if op.plain or len(peers_of(s, backend, op)) >= 2]
+                      for op in [PLAIN, *operations] if len(peers_of(s, backend, op)) >= 2]  # fp4: no peers
         params = []
         for g in groups:
             alone = g.focus is not None and not [v for v in peers_of(g.dtype, backend, g.operation)

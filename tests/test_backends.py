@@ -46,6 +46,8 @@ def test_interpreter_probes_pass_after_the_fixes(backend):
     assert fixes.explicit_rounding_is_faithful()
     assert fixes.bf16_widening_is_exact()
     assert fixes.half_atomic_add_is_faithful()
+    assert fixes.integer_bf16_casts_are_faithful()
+    assert fixes.dot_scaled_is_faithful()
 
 
 @pytest.mark.interpreter
@@ -101,6 +103,22 @@ def test_the_gpu_rounds_explicit_downcasts_the_way_the_interpreter_emulates(back
 @pytest.mark.gpu
 def test_the_gpu_widens_every_bf16_pattern_exactly(backend):
     assert fixes.bf16_widening_is_exact(backend.device)
+
+
+@pytest.mark.gpu
+def test_the_gpu_converts_integers_to_bf16_by_value_rounding_to_nearest_even(backend):
+    assert fixes.integer_bf16_casts_are_faithful(backend.device)
+
+
+@pytest.mark.interpreter
+def test_the_integer_bf16_probe_sees_the_interpreters_own_cast_fail(backend):
+    """In a process without the fixes the probe runs the interpreter's raw int32 -> bf16 cast (which gave
+    1 the bit pattern 0x0001): the header names the fix exactly where the raw cast is wrong."""
+    code = ("import os; os.environ['TRITON_INTERPRET'] = '1'\nfrom gemm_fuzz.properties.interpreter import fixes\n"
+            "print('exact' if fixes.integer_bf16_casts_are_faithful() else 'wrong')")
+    raw = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert raw.stdout.strip() in ("exact", "wrong"), raw.stderr[-2000:]
+    assert (raw.stdout.strip() == "wrong") == any(e.startswith("int <-> bf16") for e in backend.emulations)
 
 
 def test_round_fp32_toward_zero_keeps_overflow_finite():

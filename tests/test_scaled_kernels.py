@@ -1,7 +1,9 @@
-"""User kernels of scaled GEMMs, in the styles people publish (tests/scaled_kernels.py): DeepSeek/vLLM block
-fp8, FBGEMM's row-wise fp8 and torchao's int8 w8a8. Each declares its scales (`contract(operation=
-Operation(a_scale=..., b_scale=...))`) and passes the battery, while its wrong twin is caught with the kind of
-failure its bug makes and the case it shrinks to."""
+"""User kernels of scaled and quantized GEMMs, in the styles people publish: DeepSeek/vLLM block fp8, FBGEMM's
+row-wise fp8 and torchao's int8 w8a8 (tests/scaled_kernels.py), AWQ's int4 (tests/weight_kernels.py), MXFP4
+weights, MXFP8 x MXFP4 through tl.dot_scaled and NVFP4 (tests/mx_kernels.py), GPTQ's and AWQ's int4 words and an
+int8 kernel scaling after the dot (tests/packed_weight_kernels.py). Each declares its operation (`contract(
+operation=Operation(...))`) and passes the battery, while its wrong twin is caught with the kind of failure its
+bug makes and the case it shrinks to."""
 
 from pathlib import Path
 
@@ -61,3 +63,35 @@ def test_a_wrong_int4_weight_kernel_is_caught_and_shrunk(pytester):
     result = pytester.runpytest_subprocess("--gemm-kernel", f"{WEIGHTS}:{func}", *FAST, "-k", "reference", timeout=900)
     assert result.ret == 1, result.stdout.str()[-3000:]
     result.stdout.fnmatch_lines(["*not bit-exact*", "*case: 1x2x1 fp16->fp16 *"])
+
+
+MX = Path(__file__).parent / "mx_kernels.py"
+PACKED = Path(__file__).parent / "packed_weight_kernels.py"
+
+
+@pytest.mark.parametrize("kernel", [f"{MX}:mxfp4_weight_matmul", f"{MX}:mxfp8_mxfp4_matmul", f"{MX}:nvfp4_matmul",
+                                    f"{PACKED}:gptq_w4a16_matmul", f"{PACKED}:awq_n8_w4a16_matmul",
+                                    f"{PACKED}:w8a16_scale_after_dot"], ids=lambda k: k.split(":")[1])
+def test_a_right_microscaled_or_packed_kernel_passes_the_battery(pytester, kernel):
+    result = pytester.runpytest_subprocess("--gemm-kernel", kernel, *FAST, timeout=900)
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    result.stdout.fnmatch_lines(["* passed*"])
+
+
+# the wrong twin -> the kind of failure its shrunk case raises, and that case
+CAUGHT_FAMILY = {
+    f"{MX}:mxfp4_weight_matmul_scale_byte0_zero": ("value out of bound", "1x1x1 bf16->bf16 * seed=90 scales:specials"),
+    f"{MX}:mxfp8_mxfp4_matmul_b_scale_mask_missing": ("out-of-bounds access", "1x1x1 fp8e4m3->bf16 *"),
+    f"{MX}:nvfp4_matmul_group_of_32": ("not bit-exact", "1x1x18 fp4e2m1->bf16 *"),
+    f"{PACKED}:gptq_w4a16_matmul_group_off_by_one": ("not bit-exact", "1x1x33 fp16->fp16 *"),
+    f"{PACKED}:awq_n8_w4a16_matmul_zero_identity_order": ("not bit-exact", "1x2x1 fp16->fp16 *"),
+    f"{PACKED}:w8a16_scale_after_dot_scale_unmasked": ("out-of-bounds access", "1x1x1 fp16->fp16 *"),
+}
+
+
+@pytest.mark.parametrize("kernel", CAUGHT_FAMILY, ids=lambda k: k.split(":")[1])
+def test_a_wrong_microscaled_or_packed_twin_is_caught_and_shrunk(pytester, kernel):
+    kind, case = CAUGHT_FAMILY[kernel]
+    result = pytester.runpytest_subprocess("--gemm-kernel", kernel, *FAST, "-k", "reference", timeout=900)
+    assert result.ret == 1, result.stdout.str()[-3000:]
+    result.stdout.fnmatch_lines([f"*{kind}*", f"*case: {case}"])

@@ -12,6 +12,16 @@ faithful emulation exists, fixed for this process. `apply()` returns what it app
                  back to nearest even, as the GPU's bf16 arithmetic rounds.
   bf16 cast      fp32 -> bf16 conversions (`.to(tl.bfloat16)`) truncate, where the GPU rounds to nearest
                  even (cvt.rn.bf16.f32): they are rounded to nearest even. No upstream issue found.
+  int <-> bf16   integer -> bf16 conversions (`.to(tl.bfloat16)` of int8 weights, say) copy the integer's
+                 value into the bf16 bit pattern (1 became 9.2e-41), and bf16 -> integer ones read the
+                 bits as the integer; the GPU converts values (cvt.rn.bf16.s32, cvt.rzi.s32.bf16): an
+                 integer is rounded once to nearest even, a bf16 truncated toward zero. No upstream
+                 issue found.
+  dot_scaled     Triton 3.6's interpreter has no tl.dot_scaled (its format strings reach a semantic that
+                 expects constexprs, then a builder without create_dot_scaled): the formats are wrapped
+                 and the product emulated as Triton 3.9's interpreter computes it, operands decoded
+                 exactly (E8M0 byte 0 is 2**-127, 0xFF NaN) and multiplied in fp32. The probe checks
+                 the product's values, those scales included.
   bf16 widening  bf16 -> fp32 conversions renormalize subnormals and then clamp the exponent, so a
                  subnormal bf16 comes out as another number or 0 (Inf * subnormal became NaN); the GPU
                  widens exactly (the bits are fp32's top half): they are widened exactly.
@@ -277,6 +287,138 @@ def _patch_bf16_cast() -> None:
     _interp.InterpreterBuilder.cast_impl = cast_impl
 
 
+def integer_to_bf16_bits(x: np.ndarray) -> np.ndarray:
+    """Integers -> bf16 bit patterns, rounded once to nearest even (float64 holds int32 exactly, and
+    its rounding to bf16's 8 bits is done on the exact value)."""
+    mantissa, exponent = np.frexp(np.asarray(x, dtype=np.float64))
+    exact = np.ldexp(np.rint(mantissa * 2.0**8), exponent - 8)  # 8 significant bits, ties to even
+    return round_to_bf16_bits(exact.astype(np.float32))  # exact in fp32: no second rounding
+
+
+def _patch_integer_bf16_casts() -> None:
+    original = _interp.InterpreterBuilder.cast_impl
+
+    def cast_impl(self, src, dst_type):
+        if src.dtype.scalar.is_int() and dst_type.scalar == tl.bfloat16:
+            return _interp.TensorHandle(integer_to_bf16_bits(src.data), tl.bfloat16)
+        if src.dtype.scalar == tl.bfloat16 and dst_type.scalar.is_int():
+            return original(self, _bf16_as_fp32(src), dst_type)  # fp32 -> int truncates toward zero
+        return original(self, src, dst_type)
+
+    _interp.InterpreterBuilder.cast_impl = cast_impl
+
+
+@triton.jit
+def _int_cast_probe(x_ptr, y_ptr, z_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    y = tl.load(x_ptr + offs).to(tl.bfloat16)
+    tl.store(y_ptr + offs, y)
+    tl.store(z_ptr + offs, y.to(tl.int32))
+
+
+def integer_bf16_casts_are_faithful(device="cpu") -> bool:
+    x = torch.tensor([1, -3, 127, -128, 255, 257, 259, 2**24 + 1, 2**30 + 2**22 + 1, 0, 100, -1000, 383, 385, 7, -9],
+                     dtype=torch.int32, device=device)
+    y = torch.empty(16, dtype=torch.bfloat16, device=device)
+    z = torch.empty(16, dtype=torch.int32, device=device)
+    _int_cast_probe[(1,)](x, y, z, N=16)
+    expected = torch.from_numpy(integer_to_bf16_bits(x.cpu().numpy()).view(np.int16))
+    truncated = y.cpu().float().to(torch.int32)
+    return torch.equal(y.cpu().view(torch.int16), expected) and torch.equal(z.cpu(), truncated)
+
+
+@triton.jit
+def _dot_scaled_probe(a_ptr, b_ptr, as_ptr, bs_ptr, c_ptr):
+    m, k, kb = tl.arange(0, 16), tl.arange(0, 32), tl.arange(0, 16)
+    a = tl.load(a_ptr + m[:, None] * 32 + k[None, :])
+    b = tl.load(b_ptr + kb[:, None] * 16 + m[None, :])  # 32 x 16 e2m1 codes, two a byte along K
+    a_s = tl.load(as_ptr + m[:, None] + tl.arange(0, 1)[None, :])
+    b_s = tl.load(bs_ptr + m[:, None] + tl.arange(0, 1)[None, :])
+    tl.store(c_ptr + m[:, None] * 16 + m[None, :], tl.dot_scaled(a, a_s, "e4m3", b, b_s, "e2m1"))
+
+
+def dot_scaled_probe_operands():
+    """e4m3 A and e2m1 B of small powers of two (every product and sum exact in fp32), E8M0 scales about
+    1, and row 1 of A scaled by byte 0 (its codes 4: 2**-125, normal) and row 2 by 0xFF (NaN)."""
+    rng = np.random.default_rng(5)
+    a = torch.from_numpy(np.exp2(rng.integers(-2, 3, size=(16, 32))).astype(np.float32))
+    a[1] = 4.0
+    codes = rng.choice([0x1, 0x2, 0x4, 0x9, 0xA, 0xC], size=(32, 16))  # +-0.5, +-1, +-2
+    b = torch.from_numpy((codes[0::2] | (codes[1::2] << 4)).astype(np.uint8))
+    a_scale = torch.from_numpy(rng.integers(125, 130, size=(16, 1)).astype(np.uint8))
+    a_scale[1], a_scale[2] = 0, 255
+    b_scale = torch.from_numpy(rng.integers(125, 130, size=(16, 1)).astype(np.uint8))
+    e2m1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0])
+    sa = np.where(a_scale.numpy() == 255, np.nan, np.exp2(a_scale.numpy().astype(np.float64) - 127))
+    sb = np.exp2(b_scale.numpy().astype(np.float64) - 127)
+    expected = (a.double().numpy() * sa) @ (e2m1[codes] * sb.T)
+    return a.to(torch.float8_e4m3fn), b, a_scale, b_scale, expected
+
+
+def dot_scaled_is_faithful(device="cpu") -> bool:
+    a, b, a_scale, b_scale, expected = dot_scaled_probe_operands()
+    c = torch.empty(16, 16, device=device)
+    try:
+        _dot_scaled_probe[(1,)](a.to(device), b.to(device), a_scale.to(device), b_scale.to(device), c)
+    except Exception:  # noqa: BLE001 (an interpreter that cannot run it at all)
+        return False
+    got = c.cpu().double().numpy()
+    return bool(np.array_equal(np.isnan(got), np.isnan(expected))
+                and np.array_equal(got[~np.isnan(got)], expected[~np.isnan(expected)]))
+
+
+_E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0])
+
+
+def _dot_scaled_operand(h, scale, fmt, k_pack: bool, rhs: bool) -> np.ndarray:
+    """An operand of tl.dot_scaled as exact values (float64): e2m1 codes two a byte (along K, or along
+    M or N where not k_pack), fp8 by the table of every pattern, bf16 and fp16 as they are; times its
+    E8M0 scales (one per 32 along K; byte 0 2**-127, 0xFF NaN)."""
+    ty = _interp._ir.ScaleDotElemTypeTY
+    if fmt == ty.E2M1:
+        data = np.asarray(h.data).view(np.uint8)
+        axis = (-2 if k_pack else -1) if rhs else (-1 if k_pack else -2)
+        data = np.moveaxis(data, axis, -1)
+        codes = np.stack([data & 0xF, data >> 4], axis=-1).reshape(*data.shape[:-1], 2 * data.shape[-1])
+        value = np.moveaxis(_E2M1[codes], -1, axis)
+    elif h.dtype.scalar in (tl.float8e4nv, tl.float8e5):
+        name = {tl.float8e4nv: torch.float8_e4m3fn, tl.float8e5: torch.float8_e5m2}[h.dtype.scalar]
+        bits = torch.from_numpy(np.ascontiguousarray(np.asarray(h.data).view(np.uint8)))
+        value = bits.view(name).double().numpy()
+    else:
+        value = np.asarray(h.data).astype(np.float64)
+    if scale is None:
+        return value
+    s = np.asarray(scale.data).view(np.uint8).astype(np.int64)
+    s = np.where(s == 255, np.nan, np.exp2((s - 127).astype(np.float64)))
+    s = np.repeat(s, value.shape[-2 if rhs else -1] // s.shape[-1], axis=-1)
+    return value * (np.swapaxes(s, -1, -2) if rhs else s)
+
+
+def _create_dot_scaled(self, lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, fast_math, lhs_k_pack,
+                       rhs_k_pack, acc):
+    """tl.dot_scaled where the interpreter has none (Triton 3.6): the operands decoded exactly and
+    multiplied in fp32, as Triton 3.9's interpreter does."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        x = _dot_scaled_operand(lhs, lhs_scale, lhs_format, lhs_k_pack, rhs=False).astype(np.float32)
+        y = _dot_scaled_operand(rhs, rhs_scale, rhs_format, rhs_k_pack, rhs=True).astype(np.float32)
+        return _interp.TensorHandle(np.matmul(x, y) + acc.data, tl.float32)
+
+
+def _patch_dot_scaled() -> None:
+    from triton.language import semantic
+
+    original = semantic.TritonSemantic.dot_scaled
+
+    def dot_scaled(self, lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, *args, **kwargs):
+        wrap = lambda f: tl.constexpr(f) if isinstance(f, str) else f  # noqa: E731
+        return original(self, lhs, lhs_scale, wrap(lhs_format), rhs, rhs_scale, wrap(rhs_format), *args, **kwargs)
+
+    if not hasattr(_interp.InterpreterBuilder, "create_dot_scaled"):  # Triton 3.6
+        semantic.TritonSemantic.dot_scaled = dot_scaled
+        _interp.InterpreterBuilder.create_dot_scaled = _create_dot_scaled
+
+
 def _poison(dtype: np.dtype):
     if np.issubdtype(dtype, np.floating):
         return np.nan
@@ -533,6 +675,17 @@ def _apply() -> list[str]:
         if not bf16_widening_is_exact():
             raise RuntimeError("bf16 -> fp32 conversions are still inexact in the interpreter after the fix")
         applied.append("bf16 widening: bf16 -> fp32 exact (subnormals came out as other numbers or 0)")
+    if not dot_scaled_is_faithful():
+        _patch_dot_scaled()
+        if not dot_scaled_is_faithful():
+            raise RuntimeError("tl.dot_scaled is still wrong in the interpreter after the fix")
+        applied.append("tl.dot_scaled: emulated, operands decoded exactly and multiplied in fp32 (Triton 3.6's "
+                       "interpreter has none)")
+    if not integer_bf16_casts_are_faithful():
+        _patch_integer_bf16_casts()
+        if not integer_bf16_casts_are_faithful():
+            raise RuntimeError("integer <-> bf16 conversions are still wrong in the interpreter after the fix")
+        applied.append("int <-> bf16 casts: converted by value, rounded to nearest even (they copied bit patterns)")
     if not bf16_ops_are_faithful():
         _patch_bf16_ops()
         if not bf16_ops_are_faithful():

@@ -518,6 +518,7 @@ def packed(codes: np.ndarray, axis: int, order: tuple = (0, 1)) -> np.ndarray:
 
 E2M1_ENDS = (0x7, 0xF, 0x0, 0x8, 0x1, 0x9)  # +-6 (the largest), +-0, +-0.5 (the subnormal)
 E2M1_ONE = 0x2
+E2M1_MAX = 6.0
 
 
 def _codes(rng, shape: tuple[int, int], kind: str, ones) -> np.ndarray:
@@ -572,6 +573,25 @@ def _scale_specials(fmt: Format) -> np.ndarray:
     return np.array([0.0, fmt.min_subnormal, float(fmt.max), np.nan])
 
 
+def _cancelling_extremes(case: GemmCase, operation: Operation, found: dict) -> dict:
+    """One K group's E8M0 scales at the extremes, cancelling: A's 2**-127 (byte 0) against B's largest
+    exponent that keeps its codes finite, or the other way round, so that a decoder reading byte 0 as 0
+    loses products of order 1 (where byte 0 meets small scales, a correct kernel may flush the same
+    products: they fall below bf16's normals)."""
+    rng = np.random.default_rng([case.seed, 11])
+    group = rng.integers(0, found["a_scale"].shape[1])
+    fin = by_name(case.dtype)
+    largest = {"a_scale": fin.max, "b_scale": E2M1_MAX if operation.weight == "e2m1" else fin.max}
+    low, high = ("a_scale", "b_scale") if rng.random() < 0.5 else ("b_scale", "a_scale")
+    found = {name: values.copy() for name, values in found.items()}
+    for name, byte in ((low, 0x00), (high, 127 + 128 - math.ceil(math.log2(largest[high])))):
+        if name == "a_scale":
+            found[name][:, group] = byte
+        else:
+            found[name][group, :] = byte
+    return found
+
+
 def scale_values(case: GemmCase, operation: Operation) -> dict[str, np.ndarray]:
     """The values drawn for a_scale and b_scale as stored (float64, exactly in their format; E8M0: the
     bytes), by the case's scale profile."""
@@ -594,6 +614,8 @@ def scale_values(case: GemmCase, operation: Operation) -> dict[str, np.ndarray]:
             where = rng.random(shape) < max(0.15, 1.0 / values.size)
             values = np.where(where, rng.choice(_scale_specials(fmt), size=shape), values)
         found[name] = values
+    if e8m0 and profile == "specials" and len(found) == 2 and operation.a_scale == "group" == operation.b_scale:
+        found = _cancelling_extremes(case, operation, found)
     return found
 
 
