@@ -268,9 +268,10 @@ def _check_scales(variant: Variant, extras: dict, M: int, N: int, K: int) -> dic
     scale_dtype = SCALE_DTYPES[op.scale_dtype]
     if op.zero:
         t = extras["b_zero"]
-        _check_tensor("b_zero", t, "K groups x " + ("N" if op.zero == "float" else "ceil(N / 8)"))
-        want, what = ((scale_dtype, "zero points in the scales' dtype, w = q * s + z") if op.zero == "float" else
-                      (torch.int32, "eight int4 zero points an int32 along N"))
+        _check_tensor("b_zero", t, "K groups x " + ("ceil(N / 8)" if op.zero == "packed" else "N"))
+        want, what = {"float": (scale_dtype, "zero points in the scales' dtype, w = q * s + z"),
+                      "int": (torch.int32, "one int4 zero point each"),
+                      "packed": (torch.int32, "eight int4 zero points an int32 along N")}[op.zero]
         if tuple(t.shape) != op.zero_shape(N, K) or t.dtype != want:
             raise ValueError(f"b_zero has shape {tuple(t.shape)} and dtype {_dtype_name(t.dtype)}; expected "
                              f"{op.zero_shape(N, K)} {_dtype_name(want)} ({what})")

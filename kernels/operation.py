@@ -43,8 +43,8 @@ B holds codes with `b_scale` "col" or "group" and no a_scale, and the kernel deq
 into A's dtype before the dot, w = (q - z) * s (rounded there), or (`scale_after_dot`, int codes and
 channel scales) multiplies the dot of A with q - z by s. int8 codes are signed, z = 0. int4 codes are
 0..15 with z = 8 (`zero=None`, the symmetric default) or read from `b_zero`: int4 zero points packed
-eight an int32 along N (`zero="packed"`: (ceil(K / group_k), ceil(N / 8))), or floats in the scales'
-dtype and shape with w = q * s + z (`zero="float"`). int4 codes are packed (`packing`):
+eight an int32 along N (`zero="packed"`: (ceil(K / group_k), ceil(N / 8))), one int32 each, shaped as
+the scales (`zero="int"`), or floats in the scales' dtype and shape with w = q * s + z (`zero="float"`). int4 codes are packed (`packing`):
   "k2"  two a uint8 along K, B (ceil(K / 2), N), even k in the low nibble
   "k8"  eight an int32 along K, B (ceil(K / 8), N) (GPTQ's qweight)
   "n8"  eight an int32 along N, B (K, ceil(N / 8)) (AWQ's qweight)
@@ -69,6 +69,8 @@ ACTIVATIONS = ("relu", "leaky_relu", "gelu", "gelu_tanh", "silu", "sigmoid", "ta
 EXTRAS = ("bias", "c_in", "alpha", "beta", "residual", "pre", "a_scale", "b_scale", "b_zero")
 WEIGHTS = ("int4", "int8", "e2m1")  # codes of B other than A's dtype
 PACKINGS = {"k2": "two a uint8 along K", "k8": "eight an int32 along K (GPTQ)", "n8": "eight an int32 along N (AWQ)"}
+ZEROS = {"packed": "eight an int32 along N", "int": "one int32 each, shaped as the scales",
+         "float": "in the scales' dtype, w = q * s + z"}
 SCALE_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16, "e8m0": torch.uint8,
                 "e4m3": torch.float8_e4m3fn}
 A_SCALES = {"tensor": "one for A", "row": "one per row of A (per token)", "group": "1 x group_k along K"}
@@ -103,7 +105,7 @@ class Operation:
     group_n: int = 128  # N elements a block scale covers
     k_multiple_of_group: bool = False  # the kernel needs K % group_k == 0
     weight: str | None = None  # one of WEIGHTS: weight-only codes in B (A stays fp16 or bf16)
-    zero: str | None = None  # int4: None (z = 8), "packed" (b_zero, eight an int32 along N) or "float" (q * s + z)
+    zero: str | None = None  # int4: None (z = 8), "packed" (eight an int32 along N), "int" or "float" (q * s + z)
     packing: str = "k2"  # int4 codes: one of PACKINGS
     pack_order: tuple = (0, 1, 2, 3, 4, 5, 6, 7)  # int32 packings: element i in bits 4 * pack_order[i]
     scale_dtype: str = "fp32"  # one of SCALE_DTYPES
@@ -148,9 +150,9 @@ class Operation:
         if self.weight is None and (self.a_scale is None) != (self.b_scale is None):
             wrong(f"a_scale={self.a_scale!r} with b_scale={self.b_scale!r}", "both operands scaled, or neither "
                   "(weight-only codes: declare weight='int4', 'int8' or 'e2m1')")
-        if self.zero is not None and (self.zero not in ("packed", "float") or self.weight != "int4"):
-            wrong(f"zero={self.zero!r} with weight={self.weight!r}", "zero='packed' or 'float' with weight='int4', "
-                  "or None")
+        if self.zero is not None and (self.zero not in ZEROS or self.weight != "int4"):
+            wrong(f"zero={self.zero!r} with weight={self.weight!r}",
+                  "with weight='int4' one of " + "; ".join(f"'{k}' ({v})" for k, v in ZEROS.items()) + ", or None")
         if self.packing not in PACKINGS or (self.packing != "k2" and self.weight != "int4"):
             wrong(f"packing={self.packing!r} with weight={self.weight!r}",
                   "; ".join(f"'{k}' ({v})" for k, v in PACKINGS.items()) + " for int4 codes ('k2' otherwise)")
@@ -262,7 +264,7 @@ class Operation:
         """b_zero's shape: packed, one int32 of eight zero points along N a K group (or one, "col");
         float, b_scale's (as (1, N) for "col")."""
         rows = -(-K // self.group_k) if self.b_scale == "group" else 1
-        return (rows, N) if self.zero == "float" else (rows, -(-N // 8))
+        return (rows, -(-N // 8)) if self.zero == "packed" else (rows, N)
 
     def scale_shape(self, operand: str, M: int, N: int, K: int) -> tuple[int, ...]:
         """The shape of a_scale ("a") or b_scale ("b") for an M x N x K problem."""
@@ -309,7 +311,7 @@ class Operation:
                                                      " order " + "".join(map(str, self.pack_order)))
             text += (f"; B {self.weight} codes" + (packing if self.weight == "int4" else "")
                      + f", b_scale {self.b_scale}{scales}" + (f", group_k {self.group_k}" if self.b_scale == "group" else "")
-                     + {"packed": ", packed zero points", "float": ", w = q * s + z"}.get(
+                     + {"packed": ", packed zero points", "int": ", zero points", "float": ", w = q * s + z"}.get(
                          self.zero, ", zero point 8" if self.weight == "int4" else "")
                      + (", scaled after the dot" if self.scale_after_dot else ""))
         elif self.scaled:

@@ -101,13 +101,13 @@ def a_codes(op, a: torch.Tensor) -> np.ndarray:
 
 def zero_points(op, b_zero: torch.Tensor | None, shape: tuple[int, int]) -> np.ndarray:
     """Each weight's zero point, K x N: 8 (int4's default), 0 (int8, e2m1), unpacked from b_zero (eight an
-    int32 along N, a row per K group) or b_zero's floats (zero="float")."""
+    int32 along N, a row per K group), or b_zero's integers (zero="int") or floats (zero="float")."""
     if b_zero is None:
         return np.full(shape, 8.0 if op.weight == "int4" else 0.0)
     K, N = shape
     rows = np.arange(K) // op.group_k if op.b_scale == "group" else np.zeros(K, dtype=np.int64)
-    if op.zero == "float":
-        return scale_values(op, b_zero)[rows]
+    if op.zero in ("float", "int"):
+        return scale_values(op, b_zero)[rows] if op.zero == "float" else to_float64(b_zero)[rows]
     return nibbles(to_float64(b_zero), 1, N, op.pack_order)[rows].astype(np.float64)
 
 

@@ -151,9 +151,10 @@ def epilogue_operands(op, batch: tuple, M: int, N: int, out: torch.dtype, K: int
             # scales as calibration gives them (amax / the format's largest), positive and around 1
             "a_scale": lambda: _scales(op, op.scale_shape("a", M, N, K), rs),
             "b_scale": lambda: _scales(op, op.scale_shape("b", M, N, K), rs),
-            "b_zero": lambda: (torch.zeros(op.zero_shape(N, K), dtype=SCALE_DTYPES[op.scale_dtype])
-                               if op.zero == "float"  # packed: all 8
-                               else torch.full(op.zero_shape(N, K), 0x88888888 - 2**32, dtype=torch.int32))}
+            "b_zero": lambda: {"float": torch.zeros(op.zero_shape(N, K), dtype=SCALE_DTYPES[op.scale_dtype]),
+                               "int": torch.full(op.zero_shape(N, K), 8, dtype=torch.int32),
+                               "packed": torch.full(op.zero_shape(N, K), 0x88888888 - 2**32, dtype=torch.int32),
+                               }[op.zero]}  # zero points 8
     return {name: made[name]() for name in op.extras()}
 
 

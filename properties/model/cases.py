@@ -551,8 +551,15 @@ def code_values(case: GemmCase, operation: Operation) -> dict[str, np.ndarray]:
         z = zeros[rows] if kind == "int4" else np.zeros((K, N), dtype=np.int64)
         if operation.zero == "packed":
             found["b_zero"] = packed(zeros, 1, operation.pack_order)
+        elif operation.zero == "int":
+            found["b_zero"] = zeros.astype(np.float64)
     one = z + 1 if kind == "int4" else E2M1_ONE if kind == "e2m1" else 1
     codes = _codes(rng, (K, N), kind, one if ones else None)
+    if not ones and K and rng.random() < 0.25:  # one K group of weights all zero (their codes the zero points)
+        group = rng.integers(0, -(-K // operation.group_k))
+        rows = slice(group * operation.group_k, (group + 1) * operation.group_k)
+        codes = codes.copy()
+        codes[rows] = z[rows] if kind == "int4" else 0
     found["codes"] = codes
     if kind == "int8":
         found["b"] = codes.astype(np.float64)
@@ -631,7 +638,7 @@ def guarded_extra(name: str, layout: Layout | Vector, operation: Operation, out:
     if name in SCALES:
         return guarded_input(name, _scale_layout(layout, values), scale_format(operation), values, device)
     if name == "b_zero":  # zero points, laid out as b_scale is: packed int32 words, or floats as scales are
-        fmt = scale_format(operation) if operation.zero == "float" else by_name("int32")
+        fmt = scale_format(operation) if operation.zero == "float" else by_name("int32")  # packed or int
         return guarded_input(name, layout, fmt, values, device)
     return guarded_input({"c_in": "C_in"}.get(name, name), layout, extra_format(operation, name, out), values, device)
 
