@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 from gemm_fuzz import kernels
 from gemm_fuzz.kernels import mutants
@@ -16,6 +17,7 @@ from gemm_fuzz.properties.model import strategies
 from gemm_fuzz.properties.model.cases import GemmCase
 from gemm_fuzz.properties.report import repros
 from gemm_fuzz.properties.run import isolation, runner
+from gemm_fuzz.reference.formats import name_of
 
 pytestmark = pytest.mark.gpu
 
@@ -54,7 +56,8 @@ def test_every_builtin_variant_is_clean_under_compute_sanitizer(sanitizer, backe
         for v in kernels.variants():
             if v.precision != "ieee":
                 continue
-            case = strategies.simplest_case(v, *RAGGED, "fp16", profile="normal", seed=1)
+            dtype = "fp16" if torch.float16 in v.dtypes else name_of(next(iter(v.dtypes)))  # scaled: their codes
+            case = strategies.simplest_case(v, *RAGGED, dtype, profile="normal", seed=1)
             answer, errors = _run(worker, v, case)
             assert answer.payload["status"] == "pass", answer.payload
             assert errors == [], f"{v.name}: " + "\n".join(errors)
