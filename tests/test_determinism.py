@@ -40,3 +40,17 @@ def test_verdicts_do_not_depend_on_test_order(pytester, monkeypatch):
     shuffled = _verdicts(pytester, "--gemm-order-seed", "12345")
     assert len(in_order) > 20 and in_order == shuffled
     assert set(in_order.values()) <= {"passed", "skipped"}
+
+
+def test_the_suites_own_constants_do_not_steer_hypothesis_but_a_users_kernel_still_does(tmp_path):
+    """Hypothesis draws literal constants from local modules now and then: the suite's files (and its
+    generated mutants) are left out, so its derandomized examples do not move when its code does."""
+    from hypothesis.internal.conjecture import providers
+
+    from gemm_fuzz.properties.run import hypothesis_profiles
+
+    assert not providers.is_local_module_file(hypothesis_profiles.__file__)
+    assert not providers.is_local_module_file(__file__)  # tests/ of a checkout
+    user = tmp_path / "my_matmul.py"
+    user.write_text("BLOCK = 48\n")
+    assert providers.is_local_module_file(str(user))

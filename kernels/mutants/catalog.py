@@ -539,10 +539,10 @@ register(Mutant(
     name="mxfp4_e8m0_byte0_as_zero", parent="mxfp4",
     edits=(Edit(MXFP4_BYTE0, ""),),
     bug="E8M0 byte 0 decoded as 0 (its bits shifted into an fp32 exponent of 0), not 2**-127 as OCP MX says",
-    dtype="fp8e4m3", smallest=dict(M=1, N=2, K=1, profile="small_ints", epilogue=dict(scales="specials")),
-    why="special scales put B's byte 0 against A's 2**119 (A's code 12): column 1's weight -6 * 2**-127, a normal "
-        "bf16 a correct kernel keeps, is lost (-0.28 in C); column 0's 1.5 * 2**-127 is subnormal, which a correct "
-        "kernel may flush too",
+    dtype="fp8e4m3", smallest=dict(M=1, N=2, K=2, profile="small_ints", epilogue=dict(scales="specials")),
+    why="special scales put B's byte 0 against A's 2**119 (A's codes 12, 5): B's weights -6 and 4 times 2**-127, "
+        "normal bf16s a correct kernel keeps, are lost (-0.28 and 0.08 in C); with K = 1 seed 0's B is a group of "
+        "zero weights, and 1.5 * 2**-127 is subnormal, which a correct kernel may flush too",
     caught_as="ValueOutOfBound", unaffected=dict(epilogue=dict(scales="normal")),
 ))
 register(Mutant(
