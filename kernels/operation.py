@@ -44,7 +44,8 @@ into A's dtype before the dot, w = (q - z) * s (rounded there), or (`scale_after
 channel scales) multiplies the dot of A with q - z by s. int8 codes are signed, z = 0. int4 codes are
 0..15 with z = 8 (`zero=None`, the symmetric default) or read from `b_zero`: int4 zero points packed
 eight an int32 along N (`zero="packed"`: (ceil(K / group_k), ceil(N / 8))), one int32 each, shaped as
-the scales (`zero="int"`), or floats in the scales' dtype and shape with w = q * s + z (`zero="float"`). int4 codes are packed (`packing`):
+the scales (`zero="int"`), or floats in the scales' dtype and shape with w = q * s + z (`zero="float"`).
+int4 codes are packed (`packing`):
   "k2"  two a uint8 along K, B (ceil(K / 2), N), even k in the low nibble
   "k8"  eight an int32 along K, B (ceil(K / 8), N) (GPTQ's qweight)
   "n8"  eight an int32 along N, B (K, ceil(N / 8)) (AWQ's qweight)
@@ -142,6 +143,8 @@ class Operation:
                       "activation (and pre_activation)")
         if self.weight is not None and self.weight not in WEIGHTS:
             wrong(f"weight={self.weight!r}", "'int4' (w4a16), 'int8' (w8a16), 'e2m1' (fp4 codes) or None")
+        if self.weight is not None and self.b_scale is None:
+            wrong(f"weight={self.weight!r} without b_scale", "the scales of B's codes, e.g. b_scale='group'")
         if self.weight_only and self.b_scale not in ("col", "group"):
             wrong(f"weight-only codes with b_scale={self.b_scale!r}", "b_scale='col' or 'group'")
         if self.weight in ("int4", "int8") and self.a_scale is not None:

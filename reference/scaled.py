@@ -2,9 +2,11 @@
 before its epilogue (kernels/operation.py declares the scales).
 
 Dequantization is exact in float64: an fp8 or int8 code (at most 8 significant bits) times an fp32
-scale (24) needs 32 bits; an int4 code less its zero point, 5. So the reference is the float64 product
-of A' = A * a_scale and B' = B * b_scale, with IEEE semantics for non-finite values (a NaN scale makes
-every element it reaches NaN, as a kernel's partial * NaN does).
+scale (24) needs 32 bits; an int4 code less its zero point, 5; an e2m1 code 2, an E8M0 scale 1. So the
+reference decodes the codes (int4 and e2m1 unpacked from their bytes or int32 words, E8M0 bytes as
+the OCP MX specification says) and is the float64 product of A' = A * a_scale and B' = B * b_scale,
+with IEEE semantics for non-finite values (a NaN scale makes every element it reaches NaN, as a
+kernel's partial * NaN does).
 
 A kernel computes partial dots of codes and multiplies each by its scales afterwards, per K tile or
 once at the end, in fp32. Whatever its tiling, each product a'b' passes through at most K additions in
@@ -16,10 +18,14 @@ the dot: each weight rounds there once (its unit roundoff, and 0 where it underf
 
 Exact where every scale is a power of two (each scaling exact), the codes' partial sums stay within the
 accumulator's exact range, and the row of A' and column of B' are integers whose sums fp32 holds
-exactly. Not judged: elements an infinite scale (or a weight past A's dtype) reaches (partial * Inf is
-NaN or Inf depending on whether the partial cancelled to 0), and elements where a partial scaled by one
-scale first, or the product of the two scales (the kernel's choice), may overflow fp32 though the
-result would not.
+exactly. Microscaled codes (E8M0 or e4m3 scales) may meet their scales in bf16 before the dot, as
+tl.dot_scaled's emulation on Hopper does, where a value below bf16's smallest normal is flushed to 0:
+counted like an input that may round to 0. Weights scaled after the dot are never rounded into A's
+dtype; float zero points add q * s's fp32 rounding, which is not relative to the weight. Not judged:
+elements an infinite scale (or a weight past A's dtype, or a code times its microscale past bf16's
+range) reaches (partial * Inf is NaN or Inf depending on whether the partial cancelled to 0), and
+elements where a partial scaled by one scale first, or the product of the two scales (the kernel's
+choice), may overflow fp32 though the result would not.
 """
 
 from __future__ import annotations

@@ -195,6 +195,7 @@ HALF = {torch.float16: (torch.float16, torch.float32)}
     (dict(weight="int4", b_scale="group", zero="float", scale_dtype="e8m0"), "float zero points in fp32, fp16"),
     (dict(weight="int4", b_scale="group", scale_after_dot=True), "scale_after_dot; expected weight-only int4"),
     (dict(scale_dtype="fp16"), "scale_dtype='fp16' without scales"),
+    (dict(weight="e2m1", a_scale="group"), "weight='e2m1' without b_scale"),
 ])
 def test_a_wrong_weight_only_operation_fails_where_it_is_declared(declared, message):
     with pytest.raises(ValueError, match=re.escape(message)):
