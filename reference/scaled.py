@@ -188,7 +188,12 @@ def product_term(op, prod: Product, parts: tuple, k: int, dtype: str):
         P = prod.magnitude
         steps = k + 2
         g = bounds.gamma(steps, FP32.u)
-        err = (err + g * (P + err) + steps * (1 + g) * FP32.min_normal) * _EVAL_SLACK
+        # an underflow loses at most half the smallest subnormal (fp32's gradual underflow), but a scaling
+        # after it multiplies what was lost: partial * a_scale underflowing, then times b_scale (or the
+        # other way round), or a_scale * b_scale underflowing, then times the partial of codes
+        largest = np.maximum(ua.max(axis=-1, initial=0)[:, None], ub.max(axis=-2, initial=0)[None, :])
+        tiny = steps * FP32.min_normal + FP32.min_subnormal * (steps * largest + fa @ fb)
+        err = (err + g * (P + err) + (1 + g) * tiny) * _EVAL_SLACK
         # intermediates: a partial scaled by one of its scales first, and the codes' own partial sums
         once = np.maximum((fa * ua) @ fb, fa @ (fb * ub))
         overflow = np.maximum(once, P + err) * (1 + 2 * g) >= FP32.overflow_threshold

@@ -12,7 +12,9 @@ import torch
 
 from gemm_fuzz.kernels import Operation, operands
 from gemm_fuzz.kernels.registry import Variant
+from gemm_fuzz.properties.judge import family_relations, oracles, relations
 from gemm_fuzz.properties.judge.failures import NotBitExact, ValueOutOfBound
+from gemm_fuzz.properties.launch import launching
 from gemm_fuzz.properties.model.cases import UNUSED_NIBBLE, Epilogue, GemmCase, materialize, packed, raw
 from gemm_fuzz.properties.run import runner
 from gemm_fuzz.reference import scaled
@@ -83,6 +85,8 @@ def _fake(op: Operation, dtypes, mistake: str | None = None, name: str = "fake")
 
     def launch(a, b, c, config=None, **extras):
         operands.check(variant, a, b, c, extras)
+        if mistake == "clamp":  # E8M0 exponents saturated at 2**3, as a kernel with a small exponent table
+            extras = {k: v.clamp(max=130) if k.endswith("scale") else v for k, v in extras.items()}
         a2, b2, _ = scaled.dequantized(op, a, b, extras)
         if mistake == "byte0":  # byte 0 (2**-127) decoded as 0: the elements it scales vanish
             for key, x2 in (("a_scale", a2), ("b_scale", b2)):
@@ -199,3 +203,37 @@ def test_a_launch_of_packed_codes_names_what_is_wrong():
         mx.launch(a8, torch.zeros(17, 3, dtype=torch.uint8), c32, a_scale=torch.ones(2, 2),
                   b_scale=torch.ones(2, 3, dtype=torch.uint8))
     assert torch.isnan(c).all() and torch.isnan(c32).all()
+
+
+def _first(variant, case, backend):
+    ops = materialize(case, backend.device, variant.operation)
+    launching.launch(variant, ops, backend)
+    return ops, relations.observed(oracles.against_reference(ops, variant.precision))
+
+
+def _launch(backend):
+    return lambda variant, ops: launching.launch(variant, ops, backend)
+
+
+@pytest.mark.parametrize("op, dtypes, dtype", [
+    (MX, {torch.float8_e4m3fn: (torch.float32,)}, "fp8e4m3"),
+    (Operation(weight="int4", packing="n8", pack_order=AWQ_ORDER, b_scale="group", group_k=8, zero="packed",
+               scale_dtype="fp16"), HALF, "fp16"),
+    (Operation(a_scale="group", b_scale="group", group_k=16, scale_dtype="e4m3", weight="e2m1", alpha=True),
+     {torch.uint8: (torch.float32,)}, "fp4e2m1"),
+], ids=["mx", "awq", "nvfp4"])
+def test_a_right_scaled_kernel_keeps_the_doubled_scales_relation(op, dtypes, dtype, backend):
+    right = _fake(op, dtypes)
+    case = GemmCase(3, 11, 34, dtype, "fp32", profile="normal", seed=3, epilogue=Epilogue(scales="normal"))
+    ops, first = _first(right, case, backend)
+    assert family_relations.double_scale(right, _launch(backend), ops, first)
+
+
+def test_doubled_scales_catch_a_kernel_that_saturates_its_scales(backend):
+    """Right on scales up to 8 (seed 8's draw: the first run passes), wrong past them: doubling shows it."""
+    dtypes = {torch.float8_e4m3fn: (torch.float32,)}
+    clamps = _fake(MX, dtypes, "clamp")
+    case = GemmCase(2, 3, 40, "fp8e4m3", "fp32", profile="small_ints", seed=8, epilogue=Epilogue(scales="pow2"))
+    ops, first = _first(clamps, case, backend)  # the first run passes its reference check
+    with pytest.raises((NotBitExact, ValueOutOfBound), match="the relation 'double A's scales'"):
+        family_relations.double_scale(clamps, _launch(backend), ops, first)

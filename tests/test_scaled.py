@@ -304,3 +304,20 @@ def test_what_a_scaled_case_reached_is_counted():
     assert not {"K spans 2+ groups", "odd K: half a byte unused"} & reached.features(case.replace(K=32), w4, "cpu")
     assert {"scales pow2", "scales normal", "odd K: half a byte unused"} <= reached.expected(w4, "cpu", "fp16")
     assert not any("scales" in f for f in reached.expected(kernels.get("tiled"), "cpu", "fp16"))
+
+
+def test_an_underflow_a_huge_scale_multiplies_is_within_the_bound(backend):
+    """block_fp8 computes dot * a_scale * b_scale in fp32: with a_scale the smallest subnormal (2**-149) the
+    partial underflows to 0, and b_scale (fp32's largest) would have made it -2**-23. A right kernel does
+    this; the bound counts the loss (it did not: this case, drawn by the specials, failed)."""
+    from gemm_fuzz import kernels
+    from gemm_fuzz.properties.judge import oracles
+    from gemm_fuzz.properties.launch import launching
+
+    variant = kernels.get("block_fp8")
+    case = GemmCase(15, 7, 1, "fp8e4m3", "bf16", profile="mixed_magnitudes", seed=5,
+                    epilogue=Epilogue(b_scale=Layout(order="col"), scales="specials"))
+    ops = materialize(case, backend.device, variant.operation)
+    assert ops.extras["a_scale"].view[10].item() == 2.0**-149 and ops.extras["b_scale"].view.max().item() > 3e38
+    launching.launch(variant, ops, backend)
+    oracles.against_reference(ops, variant.precision)

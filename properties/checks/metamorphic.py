@@ -44,8 +44,8 @@ SHIFTS = (1.0, -0.5, 2.0)
 
 
 def _example(variant, case, scale: int, pad: int, split: int, problem: int = 0) -> Example:
-    if variant.operation.scaled:  # no relation of scaled operands yet: the judged run alone
-        return Example("metamorphic", variant.name, case, ())
+    if variant.operation.scaled:  # scaled codes: doubling their scales (family_relations.double_scale)
+        return Example("metamorphic", variant.name, case, (("double_scale", True),))
     if not variant.operation.plain:  # the family's relations (properties/judge/family_relations.py)
         batched = (("problem", problem % case.problems), ("reverse", True)) if variant.operation.batched else ()
         params = (("pad", pad), *batched, ("shift", SHIFTS[abs(scale) % len(SHIFTS)]), ("double", True))
@@ -115,6 +115,8 @@ class Metamorphic(Check):
                 family_relations.shift_bias(variant, run, ops, first, p["shift"])
             if p.get("double"):
                 family_relations.double(variant, run, ops, first)
+            if p.get("double_scale"):
+                family_relations.double_scale(variant, run, ops, first)
             return observed
         if p.get("transpose"):
             relations.transpose(variant, run, ops, first)

@@ -8,6 +8,8 @@ problem whose answer follows from the first run's.
                 bias) to C along the bias's axis
   doubling      with a positively homogeneous activation (none, relu, leaky_relu), doubling alpha,
                 beta, the bias and the residual doubles C
+  double scale  scaled codes: doubling A's scales (B's, for weight-only codes) doubles C, exactly as
+                a power of two does (an E8M0 scale: its byte plus one); without an additive extra
 
 Each second run is judged as the first was (properties/judge/relations.py: memory oracles, outputs
 written, a second output against its reference), then compared with the first through the one
@@ -53,7 +55,7 @@ def _extras(ops: Operands) -> Extras | None:
 def _solve(variant: Variant, launch: Launch, ops: Operands, a, b, extras: Extras | None) -> Run:
     case = ops.case
     return relations.solve(variant, launch, a, b, _layouts(ops), by_name(case.dtype), by_name(case.out_dtype),
-                           ops.c.view.device, case.config, extras)
+                           ops.c.view.device, case.config, extras, n=ops.c.view.shape[-1])
 
 
 def _judge(relation: str, got: np.ndarray, allow: bounds.Allowance) -> None:
@@ -151,5 +153,37 @@ def double(variant: Variant, launch: Launch, ops: Operands, first: Run) -> bool:
     scaled = Run(first.c * 2, bounds.Allowance(allow.expected * 2, allow.bound * 2, allow.exact, allow.pos_inf,
                                                allow.neg_inf, allow.nan, allow.free))
     _judge("double alpha, beta, the bias and the residual", second.c,
+           paired(scaled.c, [scaled, second], first.exact & second.exact))
+    return True
+
+
+def double_scale(variant: Variant, launch: Launch, ops: Operands, first: Run) -> bool:
+    """Returns False where the relation does not apply: an additive extra (bias, C_in, residual), an
+    activation that is not positively homogeneous, float zero points (q * s + z does not double), or
+    scales that doubled would leave their format (NaN, the largest) or C that doubled could overflow."""
+    op = variant.operation
+    if op.bias or op.has_c_in or op.residual or op.activation not in HOMOGENEOUS or op.zero == "float":
+        return False
+    name = "b_scale" if op.weight_only else "a_scale"
+    extras = _extras(ops)
+    scales = extras.values[name]
+    if op.scale_dtype == "e8m0":  # bytes: 2**(e - 127); 0xFF is NaN
+        if not (scales < 0xFE).all():
+            return False
+        doubled = scales + 1
+    else:
+        fmt = by_name({"e4m3": "fp8e4m3"}.get(op.scale_dtype, op.scale_dtype))
+        if not np.isfinite(scales).all() or np.abs(scales).max(initial=0) * 2 > fmt.max:
+            return False
+        doubled = scales * 2
+    out = by_name(ops.case.out_dtype)
+    reference = first.allowance.reference
+    if not np.isfinite(reference).all() or np.abs(reference).max(initial=0) * 4 > out.max:
+        return False
+    second = _solve(variant, launch, ops, *_inputs(ops), extras.replace(values={name: doubled}))
+    allow = first.allowance
+    scaled = Run(first.c * 2, bounds.Allowance(allow.expected * 2, allow.bound * 2, allow.exact, allow.pos_inf,
+                                               allow.neg_inf, allow.nan, allow.free))
+    _judge(f"double {'B' if name == 'b_scale' else 'A'}'s scales", second.c,
            paired(scaled.c, [scaled, second], first.exact & second.exact))
     return True

@@ -114,13 +114,15 @@ class Extras:
 
 def solve(variant: Variant, launch: Launch, a: np.ndarray, b: np.ndarray,
           layouts: tuple[Layout, Layout, Layout], fin: Format, fout: Format, device, config=(),
-          extras: Extras | None = None) -> Run:
+          extras: Extras | None = None, n: int | None = None) -> Run:
     """Launch `variant` on inputs with these values and layouts (and an epilogue's `extras`; batched
     operands are 3-D) under the memory oracles (`config`: the configuration `launch` runs, for the
-    bound); a second output is judged against its reference here."""
+    bound); a second output is judged against its reference here. `n`: C's columns where B's shape
+    does not give them (codes packed along N)."""
     op = variant.operation
     fa, fb = (operand_format(op, operand, fin) for operand in "ab")  # codes as stored
-    shapes = (a.shape, b.shape, (*a.shape[:-1], b.shape[-1] // (2 if op.gated else 1)))
+    n = n if n is not None else b.shape[-1] // (2 if op.gated else 1)
+    shapes = (a.shape, b.shape, (*a.shape[:-1], n))
     la, lb, lc = (_aligned(variant, lay, shape, fmt) for lay, shape, fmt in zip(layouts, shapes, (fa, fb, fout)))
     ga = guarded_input("A", la, fa, a, device)
     gb = guarded_input("B", lb, fb, b, device)
