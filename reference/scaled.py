@@ -169,8 +169,8 @@ def product_term(op, prod: Product, parts: tuple, k: int, dtype: str):
     arith = bounds.arithmetic(dtype)
     fmt = by_name(dtype)
     rounded = op.weight_only and not op.scale_after_dot
-    if rounded:  # each weight scaled in fp32 and rounded into A's dtype before the dot (0 where it underflows)
-        arith = replace(arith, input_u=fmt.u + FP32.u * (1 + fmt.u), input_tiny=fmt.min_normal)
+    if rounded:  # each weight scaled in fp32 and rounded into A's dtype before the dot, to its subnormals
+        arith = replace(arith, input_u=fmt.u + FP32.u * (1 + fmt.u), input_tiny=fmt.min_subnormal)
     elif op.scale_dtype in MX_SCALES:  # codes and scales may meet in bf16 before the dot (tl.dot_scaled's
         # emulation on Hopper): exact, but below bf16's smallest normal flushed to 0 (measured on an H200)
         arith = replace(arith, input_tiny=BF16.min_normal)
