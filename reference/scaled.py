@@ -172,7 +172,7 @@ def product_term(op, prod: Product, parts: tuple, k: int, dtype: str):
     if rounded:  # each weight scaled in fp32 and rounded into A's dtype before the dot, to its subnormals
         arith = replace(arith, input_u=fmt.u + FP32.u * (1 + fmt.u), input_tiny=fmt.min_subnormal)
     elif op.scale_dtype in MX_SCALES:  # codes and scales may meet in bf16 before the dot (tl.dot_scaled's
-        # emulation on Hopper): exact, but below bf16's smallest normal flushed to 0 (measured on an H200)
+        # emulation on Hopper): exact, but below bf16's smallest normal possibly flushed to 0 (kept conservative)
         arith = replace(arith, input_tiny=BF16.min_normal)
     with np.errstate(invalid="ignore", over="ignore"):
         fa, fb, ua, ub = (np.where(np.isfinite(x), np.abs(x), 0.0) for x in (codes_a, codes_b, sa, sb))
