@@ -257,7 +257,7 @@ class Operation:
         """What K must be a multiple of for A of this dtype: the group (`k_multiple_of_group`), 2 (A's
         e2m1 codes two a byte: an odd K's shape is an even one's), both, or 1."""
         group = self.group_k if self.scaled and self.k_multiple_of_group else 1
-        return group * 2 // math.gcd(group, 2) if self.packs_a(dtype) else group
+        return math.lcm(group, 2) if self.packs_a(dtype) else group
 
     def a_shape(self, M: int, K: int, dtype: torch.dtype | str) -> tuple[int, int]:
         """The shape of A as FUNC receives it: (M, K), or e2m1 codes two a byte along K."""

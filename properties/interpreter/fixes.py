@@ -57,6 +57,8 @@ import triton
 import triton.language as tl
 from triton.runtime import interpreter as _interp
 
+from gemm_fuzz.reference import scaled
+
 # How the GPU rounds an fp32 operand of a tf32 tl.dot: "rz" keeps the top 10 fraction bits
 # (truncation), "rna" rounds to nearest with ties away, "rne" to nearest even.
 TF32_ROUNDING = "rz"
@@ -348,10 +350,8 @@ def dot_scaled_probe_operands():
     a_scale = torch.from_numpy(rng.integers(125, 130, size=(16, 1)).astype(np.uint8))
     a_scale[1], a_scale[2] = 0, 255
     b_scale = torch.from_numpy(rng.integers(125, 130, size=(16, 1)).astype(np.uint8))
-    e2m1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0])
-    sa = np.where(a_scale.numpy() == 255, np.nan, np.exp2(a_scale.numpy().astype(np.float64) - 127))
-    sb = np.exp2(b_scale.numpy().astype(np.float64) - 127)
-    expected = (a.double().numpy() * sa) @ (e2m1[codes] * sb.T)
+    sa, sb = scaled.e8m0(a_scale.numpy()), scaled.e8m0(b_scale.numpy())
+    expected = (a.double().numpy() * sa) @ (scaled.E2M1[codes] * sb.T)
     return a.to(torch.float8_e4m3fn), b, a_scale, b_scale, expected
 
 
@@ -367,9 +367,6 @@ def dot_scaled_is_faithful(device="cpu") -> bool:
                 and np.array_equal(got[~np.isnan(got)], expected[~np.isnan(expected)]))
 
 
-_E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0])
-
-
 def _dot_scaled_operand(h, scale, fmt, k_pack: bool, rhs: bool) -> np.ndarray:
     """An operand of tl.dot_scaled as exact values (float64): e2m1 codes two a byte (along K, or along
     M or N where not k_pack), fp8 by the table of every pattern, bf16 and fp16 as they are; times its
@@ -378,9 +375,7 @@ def _dot_scaled_operand(h, scale, fmt, k_pack: bool, rhs: bool) -> np.ndarray:
     if fmt == ty.E2M1:
         data = np.asarray(h.data).view(np.uint8)
         axis = (-2 if k_pack else -1) if rhs else (-1 if k_pack else -2)
-        data = np.moveaxis(data, axis, -1)
-        codes = np.stack([data & 0xF, data >> 4], axis=-1).reshape(*data.shape[:-1], 2 * data.shape[-1])
-        value = np.moveaxis(_E2M1[codes], -1, axis)
+        value = scaled.E2M1[scaled.nibbles(data, axis, 2 * data.shape[axis])]
     elif h.dtype.scalar in (tl.float8e4nv, tl.float8e5):
         name = {tl.float8e4nv: torch.float8_e4m3fn, tl.float8e5: torch.float8_e5m2}[h.dtype.scalar]
         bits = torch.from_numpy(np.ascontiguousarray(np.asarray(h.data).view(np.uint8)))
@@ -389,8 +384,7 @@ def _dot_scaled_operand(h, scale, fmt, k_pack: bool, rhs: bool) -> np.ndarray:
         value = np.asarray(h.data).astype(np.float64)
     if scale is None:
         return value
-    s = np.asarray(scale.data).view(np.uint8).astype(np.int64)
-    s = np.where(s == 255, np.nan, np.exp2((s - 127).astype(np.float64)))
+    s = scaled.e8m0(np.asarray(scale.data).view(np.uint8))
     s = np.repeat(s, value.shape[-2 if rhs else -1] // s.shape[-1], axis=-1)
     return value * (np.swapaxes(s, -1, -2) if rhs else s)
 
