@@ -54,3 +54,23 @@ def test_the_suites_own_constants_do_not_steer_hypothesis_but_a_users_kernel_sti
     user = tmp_path / "my_matmul.py"
     user.write_text("BLOCK = 48\n")
     assert providers.is_local_module_file(str(user))
+
+
+def test_a_users_kernel_keeps_its_identity_across_checkouts_and_edits(tmp_path):
+    """The `ci` profile seeds each test by its id, which holds the kernel's identity: a kernel checked
+    out in two places, or edited, keeps it; another file at another path in its repository does not."""
+    from gemm_fuzz.properties.launch import user_kernel
+
+    source = "import torch\n\ndef matmul(a, b, c):\n    torch.matmul(a, b, out=c)\n"
+    names = []
+    for checkout in ("here", "there"):
+        (tmp_path / checkout / "kernels").mkdir(parents=True)
+        (tmp_path / checkout / "pyproject.toml").write_text("")
+        (tmp_path / checkout / "kernels" / "mine.py").write_text(source)
+        names.append(user_kernel.load(f"{tmp_path / checkout / 'kernels' / 'mine.py'}:matmul").name)
+    (tmp_path / "here" / "kernels" / "mine.py").write_text(source + "# edited\n")
+    names.append(user_kernel.load(f"{tmp_path / 'here' / 'kernels' / 'mine.py'}:matmul").name)
+    (tmp_path / "here" / "mine.py").write_text(source)
+    elsewhere = user_kernel.load(f"{tmp_path / 'here' / 'mine.py'}:matmul").name
+    assert len(set(names)) == 1 and names[0].startswith("user:mine.matmul#"), names
+    assert elsewhere != names[0]

@@ -53,8 +53,8 @@ class KernelRef:
     spec: str  # /absolute/path.py:FUNC, or module:FUNC
     signature: str | None  # as given on the command line (None: the function's own attribute)
     path: str  # the file that defines it
-    digest: str  # 8 hex digits of a sha256 of the file's path and content: its identity (`name`) and what a
-    #              repro script compares to say the file changed
+    digest: str  # 8 hex digits of a sha256 of the file's content: what a repro script compares to say it changed
+    where: str  # the file's path inside its repository (or its name, outside one): with FUNC, its identity
 
     @property
     def func(self) -> str:
@@ -66,14 +66,28 @@ class KernelRef:
 
     @property
     def name(self) -> str:
-        """The kernel's identity: its file (where it is and what it holds) and function, so two kernels
-        never share one."""
-        return f"user:{Path(self.path).stem}.{self.func}#{self.digest}"
+        """The kernel's identity: its function and where its file is in its repository, in 8 hex digits.
+        Two kernels named `matmul` in two files never share it; one kernel keeps it across edits (a failure
+        found before a fix is the first example tried after it) and across checkouts (the derandomized
+        `ci` examples, seeded by the test's id, are the same on every machine)."""
+        where = hashlib.sha256(self.where.encode()).hexdigest()[:8]
+        return f"user:{Path(self.path).stem}.{self.func}#{where}"
+
+
+_REPOSITORY_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg", "tox.ini")
+
+
+def _where(path: Path) -> str:
+    """`path` relative to the nearest directory above it that looks like a repository's root, else its name."""
+    for root in path.parents:
+        if any((root / marker).exists() for marker in _REPOSITORY_MARKERS):
+            return path.relative_to(root).as_posix()
+    return path.name
 
 
 def _digest(path: Path) -> str:
-    """Where the file is and what it holds, in 8 hex digits: two files of one content never share it."""
-    return hashlib.sha256(f"{path}\n".encode() + path.read_bytes()).hexdigest()[:8]
+    """What the file holds, in 8 hex digits."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:8]
 
 
 def _exec_file(spec: str, path: Path):
@@ -183,8 +197,8 @@ def load(spec: str, signature: str | None = None) -> Variant:
     """The user's kernel as a Variant named by its identity (`KernelRef.name`); registered in this
     process so `loaded(name)` finds it. `signature` (from the command line) overrides the contract's."""
     fn, func, canonical, path = _import(spec)
-    ref = KernelRef(canonical, signature, str(path), _digest(path))
-    if ref.name in _LOADED:
+    ref = KernelRef(canonical, signature, str(path), _digest(path), _where(path))
+    if ref.name in _LOADED and _LOADED[ref.name][1] == ref:  # an edited file is loaded again
         return _LOADED[ref.name][0]
     retired = [n for n in _RETIRED if n in getattr(fn, "__dict__", {})]
     if retired:

@@ -41,8 +41,8 @@ def main(data: dict, argv: list[str]) -> int:
     if kernel:
         ref = user_kernel.loaded(example.variant)[1]
         if ref.digest != kernel["digest"]:
-            print(f"note: {kernel['path']} changed since the failure was recorded (#{kernel['digest']}, now "
-                  f"#{ref.digest}, as the kernel's name shows it)")
+            print(f"note: {kernel['path']} changed since the failure was recorded (its content's hash was "
+                  f"{kernel['digest']}, now {ref.digest})")
     mode, timeout = replay.recorded_mode(data, active.name)
     settings = RunSettings(backend=active.name, mode=mode, timeout=timeout, kernel=kernel)
     print(f"{example.variant or 'agreement'} on {example.case.describe()}: {example.describe()} "
