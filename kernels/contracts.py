@@ -47,6 +47,8 @@ class Contract:
     # the same inputs always give the same bits; None: unless partial sums are added in C
     deterministic: bool | None = None
     signature: str = "plain"
+    # two lanes of one store may write one element (rows aliased on purpose): allowed, not reported
+    duplicate_stores: bool = False
     # what FUNC computes beyond C = A @ B, and the keywords it takes the extras as (kernels/operation.py)
     operation: Operation = PLAIN
 
@@ -97,6 +99,7 @@ class Contract:
         return Variant(name=name, launch=launch, dtypes=self.dtypes, precision=self.precision,
                        configs={"cpu": space, "cuda": space}, origin=origin, requirements=requires,
                        description=description, deterministic=self.is_deterministic,
+                       duplicate_stores=self.duplicate_stores,
                        partial_sums_in_output=self.partial_sums_in_output, operation=self.operation)
 
 

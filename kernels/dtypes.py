@@ -27,9 +27,14 @@ FP4_DTYPES = {torch.float8_e4m3fn: SCALED_DTYPES[torch.float8_e4m3fn],
               torch.float8_e5m2: SCALED_DTYPES[torch.float8_e5m2],
               torch.uint8: (torch.bfloat16, torch.float16, torch.float32)}
 
+# grouped and MoE products (kernels/operation.py: `grouped`): fp16, bf16 and fp32 activations and weights
+GROUPED_DTYPES = {d: ALL_DTYPES[d] for d in (torch.float16, torch.bfloat16, torch.float32)}
+
 
 def dtypes_for(operation) -> dict:
     """The input -> output dtype pairs the suite tests for a kernel computing `operation`."""
+    if operation.grouped:
+        return GROUPED_DTYPES
     if operation.weight_only:
         return WEIGHT_ONLY_DTYPES
     if operation.weight == "e2m1":

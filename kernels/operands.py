@@ -181,6 +181,8 @@ def check(variant: Variant, a, b, c, extras: dict | None = None) -> tuple[int, i
     """Validate operands for `variant`; return (M, N, K). Raises TypeError or ValueError naming the first
     operand at fault (A, then B, then C, then the extras its operation takes, by keyword)."""
     op = variant.operation
+    if op.grouped:
+        return _check_grouped(variant, a, b, c, extras or {})
     M, N, K = _check_inputs(variant, a, b)
     batch = (a.shape[0],) if op.batched else ()
     _check_tensor("C", c, "Bt x M x N" if op.batched else "M x N")
@@ -210,6 +212,70 @@ def check(variant: Variant, a, b, c, extras: dict | None = None) -> tuple[int, i
         for other, u in tensors.items():
             if other != name and overlaps(t, u):
                 raise ValueError(f"{name} overlaps {other} in memory; an output must not alias another operand")
+    for name, t in tensors.items():
+        _check_requirements(variant, name, t)
+    return M, N, K
+
+
+def _check_grouped(variant: Variant, a, b, c, extras: dict) -> tuple[int, int, int]:
+    """A grouped operation's operands (kernels/operation.py: `grouped`): A (rows x K), B (G x K x N), C,
+    and the metadata, int32 and one-dimensional; returns (A's rows, N, K)."""
+    op = variant.operation
+    routed = op.grouped == "routed"
+    _check_tensor("A", a, "T x K" if routed else "M x K")
+    _check_tensor("B", b, "G x K x 2N" if op.gated else "G x K x N")
+    _check_tensor("C", c, "T * top_k x N" if routed else "M x N")
+    (M, K), (groups, K2, N) = a.shape, b.shape
+    if op.gated and N % 2:
+        raise ValueError(f"B has {N} columns a group; a gated kernel's B holds gate and up halves, an even number (2N)")
+    N = N // 2 if op.gated else N
+    if K2 != K:
+        raise ValueError(f"B has {K2} rows a group but A has {K} columns (K): the inner dimensions must match")
+    if a.dtype not in variant.dtypes:
+        raise TypeError(f"A has dtype {_dtype_name(a.dtype)}; variant {variant.name!r} takes "
+                        + ", ".join(_dtype_name(d) for d in variant.dtypes))
+    if b.dtype != a.dtype:
+        raise TypeError(f"B has dtype {_dtype_name(b.dtype)} but A has {_dtype_name(a.dtype)}: they must share one")
+    if c.dtype not in variant.dtypes[a.dtype]:
+        raise TypeError(f"C has dtype {_dtype_name(c.dtype)}; for {_dtype_name(a.dtype)} inputs variant "
+                        f"{variant.name!r} writes " + ", ".join(_dtype_name(d) for d in variant.dtypes[a.dtype]))
+    _check_extras(variant, extras, (), M, N, c.dtype)
+    tensors = {"A": a, "B": b, "C": c}
+    top_k = extras.get("top_k", 1)
+    if routed and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
+        raise TypeError(f"top_k must be a positive int, got {top_k!r}")
+    rows = M * top_k if routed else M
+    if tuple(c.shape) != (rows, N):
+        raise ValueError(f"C has shape {tuple(c.shape)}; expected {(rows, N)}" + (f" (T * top_k = {M} * {top_k} rows)"
+                                                                                if routed else ""))
+    lengths = {"group_index": groups + (op.ragged_index == "starts"), "num_tokens_post_padded": 1}
+    for name in ("group_index", "sorted_token_ids", "expert_ids", "num_tokens_post_padded"):
+        if name in extras:
+            t = extras[name]
+            _check_tensor(name, t, "L")
+            if t.dtype != torch.int32:
+                raise TypeError(f"{name} has dtype {_dtype_name(t.dtype)}; expected int32")
+            if name in lengths and t.shape[0] != lengths[name]:
+                raise ValueError(f"{name} has {t.shape[0]} entries; expected {lengths[name]}")
+            tensors[name] = t
+    if routed:
+        block = op.block_m if isinstance(op.block_m, int) else None
+        ids, experts = extras["sorted_token_ids"], extras["expert_ids"]
+        if block and experts.shape[0] < -(-ids.shape[0] // block):
+            raise ValueError(f"expert_ids has {experts.shape[0]} entries; sorted_token_ids's {ids.shape[0]} need one "
+                             f"a block of {block}, {-(-ids.shape[0] // block)}")
+        if op.routed_weight:
+            w = extras["topk_weights"]
+            _check_tensor("topk_weights", w, "T x top_k")
+            if tuple(w.shape) != (M, top_k) or w.dtype != torch.float32:
+                raise ValueError(f"topk_weights is {_dtype_name(w.dtype)} {tuple(w.shape)}; expected fp32 {(M, top_k)}")
+            tensors["topk_weights"] = w
+    _check_machine(variant, tensors)
+    if has_internal_overlap(c):
+        raise ValueError(f"C has strides {c.stride()} so two of its elements share memory; C must not overlap itself")
+    for other, u in tensors.items():
+        if other != "C" and overlaps(c, u):
+            raise ValueError(f"C overlaps {other} in memory; an output must not alias another operand")
     for name, t in tensors.items():
         _check_requirements(variant, name, t)
     return M, N, K

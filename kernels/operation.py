@@ -55,6 +55,23 @@ holds whatever the buffer holds. e2m1 codes (fp4: sign, two exponent and one man
 0.5, 1, 1.5, 2, 3, 4, 6) are packed two a uint8 along K as "k2" is, z = 0. With `a_scale` as well,
 `weight="e2m1"` means B holds e2m1 codes while A holds codes of its own dtype: fp8 (MXFP8 x MXFP4) or,
 A's dtype torch.uint8, e2m1 packed two a byte along K too (A (M, ceil(K / 2)): MXFP4, NVFP4).
+
+Grouped (`grouped`): G problems that share K and N, B holding one K x N matrix a group, (G, K, N) with
+any strides (vLLM's (E, N, K) weights are its transpose's view, B.transpose(1, 2)).
+  "ragged"  the rows of A (M x K) split into G consecutive groups, group g multiplied by B[g], into C
+            (M x N); FUNC receives `group_index` (int32, `ragged_index`): "sizes" (G rows a group,
+            FBGEMM's m_sizes), "ends" (G cumulative ends, torch._grouped_mm's offs) or "starts" (G + 1
+            offsets from 0, cu_seqlens style). Groups may be empty.
+  "routed"  mixture of experts: T tokens (A, T x K), each routed to top_k experts (B[e], E experts); C
+            has one row a (token, k) slot, T * top_k x N, C[t * top_k + k] = A[t] @ B[topk_ids[t, k]],
+            times topk_weights[t, k] where `routed_weight`. FUNC receives vLLM's moe_align_block_size
+            metadata (reference/routing.py), int32: `sorted_token_ids`, `expert_ids`,
+            `num_tokens_post_padded` (one element), and `top_k` (an int), `topk_weights` (fp32, T x top_k)
+            where `routed_weight`. Its block size is `block_m`: an int, or the configuration key that
+            holds it (the caller aligns for the configuration it launches). `expert_parallel`: some
+            experts are not local (expert id -1) and their slots' rows must be written as zeros.
+A grouped product may carry its activation, or a gated one (B's groups K x 2N, a fused SwiGLU), applied
+row by row as for a 2-D product.
 """
 
 from __future__ import annotations
@@ -67,7 +84,12 @@ import torch
 
 ACTIVATIONS = ("relu", "leaky_relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh")
 # what FUNC may receive besides a, b, c
-EXTRAS = ("bias", "c_in", "alpha", "beta", "residual", "pre", "a_scale", "b_scale", "b_zero")
+EXTRAS = ("bias", "c_in", "alpha", "beta", "residual", "pre", "a_scale", "b_scale", "b_zero",
+          "group_index", "sorted_token_ids", "expert_ids", "num_tokens_post_padded", "topk_weights", "top_k")
+GROUPINGS = {"ragged": "the rows of A in G consecutive groups, group g times B[g]",
+             "routed": "mixture of experts: each token's top_k experts, vLLM's moe_align_block_size metadata"}
+RAGGED_INDEXES = {"sizes": "G rows a group (FBGEMM's m_sizes)", "ends": "G cumulative ends (torch._grouped_mm's offs)",
+                  "starts": "G + 1 offsets from 0"}
 WEIGHTS = ("int4", "int8", "e2m1")  # codes of B other than A's dtype
 PACKINGS = {"k2": "two a uint8 along K", "k8": "eight an int32 along K (GPTQ)", "n8": "eight an int32 along N (AWQ)"}
 ZEROS = {"packed": "eight an int32 along N", "int": "one int32 each, shaped as the scales",
@@ -111,6 +133,11 @@ class Operation:
     pack_order: tuple = (0, 1, 2, 3, 4, 5, 6, 7)  # int32 packings: element i in bits 4 * pack_order[i]
     scale_dtype: str = "fp32"  # one of SCALE_DTYPES
     scale_after_dot: bool = False  # weight-only: C = (A @ (q - z)) * s, not A @ ((q - z) * s) rounded
+    grouped: str | None = None  # one of GROUPINGS: B is (G, K, N), one matrix a group
+    ragged_index: str = "sizes"  # ragged: how group_index says where the groups are (RAGGED_INDEXES)
+    block_m: int | str | None = None  # routed: the metadata's block size, or the configuration key holding it
+    routed_weight: bool = False  # routed: each slot's row times its router weight (fp32), as vLLM's MUL_ROUTED_WEIGHT
+    expert_parallel: bool = False  # routed: expert id -1 marks a non-local expert's blocks; their rows are zeros
 
     def __post_init__(self):
         def wrong(what: str, expected: str):
@@ -183,6 +210,7 @@ class Operation:
                 wrong(f"{name}={value!r}", "a positive int (elements a scale covers)")
         if self.scaled and (self.gated or self.batched):
             wrong("scaled operands with a gated or batched operation", "scales on 2-D, ungated products (for now)")
+        self._check_grouping(wrong)
         if self.epilogue_dtype not in ("fp32", "out"):
             wrong(f"epilogue_dtype={self.epilogue_dtype!r}", "'fp32' or 'out' (C's dtype)")
         names = dict(self.names)
@@ -193,6 +221,26 @@ class Operation:
         bad = [n for n in names.values() if not (isinstance(n, str) and n.isidentifier()) or n in _POSITIONAL]
         if bad or len(set(self.keywords().values())) != len(self.keywords()):
             wrong(f"names={names!r}", "distinct Python identifiers other than " + ", ".join(_POSITIONAL))
+
+    def _check_grouping(self, wrong) -> None:
+        if self.grouped is not None and self.grouped not in GROUPINGS:
+            wrong(f"grouped={self.grouped!r}", "; ".join(f"'{k}' ({v})" for k, v in GROUPINGS.items()) + " or None")
+        if self.ragged_index not in RAGGED_INDEXES:
+            wrong(f"ragged_index={self.ragged_index!r}", "; ".join(f"'{k}' ({v})" for k, v in RAGGED_INDEXES.items()))
+        routed = self.grouped == "routed"
+        if routed and not (isinstance(self.block_m, str) and self.block_m.isidentifier()
+                           or isinstance(self.block_m, int) and not isinstance(self.block_m, bool) and self.block_m > 0):
+            wrong(f"grouped='routed' with block_m={self.block_m!r}", "the metadata's block size: a positive int, or "
+                  "the name of the configuration key that holds it (e.g. block_m='BLOCK_SIZE_M')")
+        if not routed and (self.block_m is not None or self.routed_weight or self.expert_parallel):
+            wrong("block_m, routed_weight or expert_parallel without grouped='routed'", "them with grouped='routed'")
+        if self.grouped and (self.batched or self.scaled or self.alpha or self.beta or self.bias or self.residual
+                             or self.pre_activation):
+            wrong(f"grouped={self.grouped!r} with a batch, scales or extras", "a grouped product, its activation "
+                  "or gated activation (a fused SwiGLU), and routed_weight (for now)")
+        if self.routed_weight and self.activation:
+            wrong("routed_weight with an activation", "the router's weight on the down projection's product "
+                  "(no activation), as fused_moe applies it")
 
     @property
     def plain(self) -> bool:
@@ -228,7 +276,10 @@ class Operation:
         """The extras FUNC receives, in EXTRAS's order."""
         present = {"bias": self.bias is not None, "c_in": self.has_c_in, "alpha": self.alpha, "beta": self.beta,
                    "residual": self.residual, "pre": self.pre_activation, "a_scale": self.a_scale is not None,
-                   "b_scale": self.scaled, "b_zero": self.zero is not None}
+                   "b_scale": self.scaled, "b_zero": self.zero is not None,
+                   "group_index": self.grouped == "ragged", "sorted_token_ids": self.grouped == "routed",
+                   "expert_ids": self.grouped == "routed", "num_tokens_post_padded": self.grouped == "routed",
+                   "topk_weights": self.routed_weight, "top_k": self.grouped == "routed"}
         return tuple(e for e in EXTRAS if present[e])
 
     def keywords(self) -> dict[str, str]:
@@ -322,6 +373,16 @@ class Operation:
                      + f": a_scale {self.a_scale}, b_scale {self.b_scale}{scales}"
                      + (f", group_k {self.group_k}" if "group" in (self.a_scale, self.b_scale) or self.b_scale == "block"
                         else "") + (f", group_n {self.group_n}" if self.b_scale == "block" else ""))
+        if self.grouped:
+            per_group = text.removeprefix("C = ") if self.has_epilogue else "A @ B"
+            if self.grouped == "ragged":
+                text = (f"ragged groups: C[rows of g] = {per_group.replace('A @ B', 'A[rows of g] @ B[g]')}, "
+                        f"group_index as {self.ragged_index}")
+            else:
+                text = (f"routed MoE: C[t * top_k + k] = {per_group.replace('A @ B', 'A[t] @ B[e]')}"
+                        + (" * topk_weights[t, k]" if self.routed_weight else "")
+                        + f" for the (t, k) slot's expert e, block_m {self.block_m}"
+                        + (", non-local experts zero" if self.expert_parallel else ""))
         return ("batched: " if self.batched else "") + text
 
 

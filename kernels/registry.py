@@ -14,6 +14,7 @@ draw one per example (shrinking to the default); `launch(..., config=None)` runs
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -60,6 +61,8 @@ class Variant:
     # configuration key that holds S (e.g. "SPLIT_K")
     partial_sums_in_output: int | str | None = None
     operation: Operation = PLAIN  # what it computes beyond C = A @ B (kernels/operation.py)
+    # two lanes of one store may write one element (kernels that alias rows): not a finding when declared
+    duplicate_stores: bool = False
 
     def __repr__(self) -> str:
         return f"Variant({self.name!r})"
@@ -74,6 +77,10 @@ class Variant:
             for option in options:
                 if not {"BM", "BN", "BK"} <= set(option):
                     raise ValueError(f"variant {self.name!r}: configuration {dict(option)} lacks BM, BN or BK")
+                block = self.operation.block_m
+                if isinstance(block, str) and not (isinstance(option.get(block), int) and option[block] >= 1):
+                    raise ValueError(f"variant {self.name!r}: block_m names configuration key {block!r}, but "
+                                     f"configuration {dict(option)} has no positive int there")
                 partials = self.partial_sums_in_output
                 if isinstance(partials, str) and not (isinstance(option.get(partials), int) and option[partials] >= 1):
                     raise ValueError(f"variant {self.name!r}: partial_sums_in_output names configuration key "
@@ -118,6 +125,14 @@ class Variant:
             raise ValueError(f"variant {self.name!r} has no configuration key(s) {', '.join(sorted(unknown))}; "
                              f"its configurations set {', '.join(default)}")
         return {**default, **chosen}
+
+    def operation_in(self, device_type: str, dtype: torch.dtype, chosen=()) -> Operation:
+        """The operation as one launch in configuration `chosen` ((key, value) pairs or a dict; () the
+        default) computes it: a routed block size named by a configuration key resolved to its int."""
+        if not isinstance(self.operation.block_m, str):
+            return self.operation
+        block = self.config(device_type, dtype, dict(chosen) or None)[self.operation.block_m]
+        return dataclasses.replace(self.operation, block_m=int(block))
 
     def output_partials(self, config: Config) -> int:
         """S, the partial sums of one element of C added in C's dtype under the (full) `config`; 0 when

@@ -7,6 +7,8 @@ import sys
 import numpy as np
 import pytest
 import torch
+import triton
+import triton.language as tl
 
 from gemm_fuzz.kernels.mode import BackendError
 from gemm_fuzz.properties.interpreter import fixes
@@ -141,3 +143,18 @@ def test_round_to_tf32_modes():
     assert list(fixes.round_to_tf32(x, "rna")[:3]) == [1 + 2**-10, 1 + 2**-10, 1 + 2**-9]
     assert list(fixes.round_to_tf32(x, "rne")[:3]) == [1, 1 + 2**-10, 1 + 2**-9]
     assert np.isinf(fixes.round_to_tf32(x)[3]) and np.isnan(fixes.round_to_tf32(x)[4])
+
+
+@triton.jit
+def _scalar_masked_load(x_ptr, out_ptr):
+    g = tl.program_id(0)
+    tl.store(out_ptr + g, tl.load(x_ptr + g - 1, mask=g > 0, other=0))  # program 0 reads other, not x[-1]
+
+
+def test_a_scalar_masked_load_with_other_zero_reads_zero(backend):
+    """Triton's semantic drops a falsy `other` (`other.handle if other else None`): in the interpreter a scalar
+    0 is falsy, so the masked-off lane must still read 0, not the suite's poison for an `other` never given."""
+    buf = torch.tensor([-7, 5, 6], dtype=torch.int32, device=backend.device)
+    out = torch.full((2,), 99, dtype=torch.int32, device=backend.device)
+    _scalar_masked_load[(2,)](buf[1:], out)
+    assert out.tolist() == [0, 5]

@@ -69,6 +69,12 @@ EXPECTED = {
     "w4a16_packed_rows_bounded_by_k": MISSED,  # rows past B meet A's masked-off columns (zeros)
     "mxfp4_e8m0_byte0_as_zero": MISSED,  # scales around 1: no byte 0 among them
     "mxfp4_scale_group_by_cdiv": CAUGHT,  # K = 16: elements 1..15 read the next row's scale (or past the end)
+    # grouped: 4 groups of M / 4 rows; MoE: M tokens, top 2 of 4 experts, all local, worst-case metadata
+    "moe_n_tail_unmasked": HEAP_LUCK,  # (crashed: N = 2 of a block of 16 columns writes far past C)
+    "moe_padding_slot_stored": HEAP_LUCK,  # (crashed: padding entries name the row past C)
+    "moe_non_local_block_skipped": MISSED,  # every expert local
+    "moe_grid_m_n_swapped": CAUGHT,  # blocks past the first group's never written: zeros
+    "ragged_tail_into_next_group": HEAP_LUCK,  # (crashed: the last group's tile writes rows past C)
 }
 
 ON_THE_INTERPRETER = [m.name for m in mutants.mutants() if not m.gpu_only]

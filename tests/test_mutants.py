@@ -112,13 +112,16 @@ def test_the_launcher_still_refuses_bad_operands(mutant, backend):
     if mutant.variant.operation.batched:
         a, b, c = a[None], b[None], c[None]
     mismatch = r"B has 4 rows but A has 5 columns \(K\)"
+    if mutant.variant.operation.grouped:  # B one matrix a group
+        b = b[None].expand(2, 5, 6)
+        mismatch = r"B has 4 rows a group but A has 5 columns \(K\)"
     if mutant.variant.operation.weight:  # int4 or e2m1 codes two a byte along K: 3 rows for K = 5
         b = torch.zeros(3, 6, dtype=torch.uint8, device=backend.device)
         if not mutant.variant.operation.weight_only:  # fp8 codes in A
             a = a.to(torch.float8_e4m3fn)
         mismatch = r"B has shape \(2, 6\); expected \(3, 6\) for A's K = 5 \(two codes a byte along K\)"
     before = raw(c).clone()
-    with pytest.raises(ValueError, match=r"A must be [23]-D \((Bt x )?M x K\)"):
+    with pytest.raises(ValueError, match=r"A must be [23]-D \((Bt x )?[MT] x K\)"):
         mutant.variant.launch(a[None], b, c)
     with pytest.raises(ValueError, match=mismatch):
         b_short = b[..., :2, :] if mutant.variant.operation.weight else b[..., :4, :]

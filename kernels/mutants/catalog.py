@@ -554,3 +554,54 @@ register(Mutant(
     why="element 1 of K = 2 reads group 1's scale, past a_scale's one column; K = 1 reads group 0 only",
     caught_as="OutOfBoundsAccess", unaffected=dict(K=1),
 ))
+
+MOE_C_MASK = "    c_mask = token_mask[:, None] & (offs_cn[None, :] < N)\n"
+MOE_ZEROS = "        tl.store(c_ptrs, tl.zeros((BM, BN), dtype=c_ptr.dtype.element_ty), mask=c_mask)\n"
+MOE_TILE = ("    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)\n"
+            "    pid_n = (pid % num_pid_in_group) // group_size_m\n")
+
+register(Mutant(
+    name="moe_n_tail_unmasked", parent="fused_moe",
+    edits=(Edit(MOE_C_MASK, "    c_mask = token_mask[:, None]\n"),),
+    bug="C's store masked by slot only, not by column: a tile's columns past N write into the next row",
+    dtype="fp16", smallest=dict(M=1, N=1, K=1, groups=dict(count=1, top_k=1)),
+    why="one token, one expert, N = 1: the tile's 15 columns past N land past C's one element",
+    caught_as="OutOfBoundsAccess", unaffected=dict(N=16),
+))
+register(Mutant(
+    name="moe_padding_slot_stored", parent="fused_moe",
+    edits=(Edit(MOE_C_MASK, "    c_mask = (offs_token_id[:, None] < num_tokens_post_padded) & (offs_cn[None, :] < N)\n"),),
+    bug="C's store masked by the entries in use, not by valid slots: padding entries (the slot count) are stored",
+    dtype="fp16", smallest=dict(M=1, N=1, K=1, groups=dict(count=1, top_k=1)),
+    why="one slot padded to a block of 16: the 15 padding entries name row 1, one past C's last",
+    caught_as="OutOfBoundsAccess",
+))
+register(Mutant(
+    name="moe_non_local_block_skipped", parent="fused_moe",
+    edits=(Edit(MOE_ZEROS, ""),),
+    bug="a non-local expert's block (expert id -1) returns without writing its slots' zeros",
+    dtype="fp16", smallest=dict(M=2, N=1, K=1, groups=dict(count=2, top_k=1, local=(0, 1))),
+    why="seed 0 routes token 0 to expert 0, local, and token 1 to expert 1, not local: row 1 is never written",
+    caught_as="NotWritten", unaffected=dict(groups=dict(count=2, top_k=1)),
+))
+register(Mutant(
+    name="moe_grid_m_n_swapped", parent="fused_moe",
+    edits=(Edit(MOE_TILE, "    pid_m = first_pid_m + ((pid % num_pid_in_group) // group_size_m)\n"
+                          "    pid_n = (pid % num_pid_in_group) % group_size_m\n"),),
+    bug="the tile's block row and column taken from each other's formula in the grouped tile order",
+    dtype="fp16", smallest=dict(M=1, N=1, K=1, groups=dict(count=2, top_k=2)),
+    why="one token to both experts: two blocks of one column tile, and both programs take block 0 (column tile 1, "
+        "past N, masked): expert 1's slot is never written",
+    caught_as="NotWritten", unaffected=dict(groups=dict(count=2, top_k=1)),
+))
+
+RAGGED_STORE_MASK = "mask=(offs_m[:, None] < m_size) & (offs_n[None, :] < N))\n"
+
+register(Mutant(
+    name="ragged_tail_into_next_group", parent="ragged",
+    edits=(Edit(RAGGED_STORE_MASK, "mask=offs_n[None, :] < N)\n"),),
+    bug="C's store masked by column only: a group's last tile writes its rows past the group into the next group's",
+    dtype="fp16", smallest=dict(M=1, N=1, K=1, groups=dict(count=1, sizes=(1,))),
+    why="one group of one row: the tile's other 15 rows land past C's one row",
+    caught_as="OutOfBoundsAccess", unaffected=dict(M=16, groups=dict(count=1, sizes=(16,))),
+))

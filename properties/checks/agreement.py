@@ -24,7 +24,7 @@ from gemm_fuzz import kernels
 from gemm_fuzz.kernels.operation import PLAIN, Operation
 from gemm_fuzz.properties.checks.check import Check
 from gemm_fuzz.properties.checks.example import Example, Observation
-from gemm_fuzz.properties.judge import agreement, relations
+from gemm_fuzz.properties.judge import agreement, grouped_loop, oracles, relations
 from gemm_fuzz.properties.judge.failures import GemmFailure
 from gemm_fuzz.properties.launch import ahead
 from gemm_fuzz.properties.launch.launching import accepts, launch
@@ -62,13 +62,18 @@ class AgreementGroup:
 
 
 def same_operation(x: Operation, y: Operation) -> bool:
-    """Two kernels compute the same thing, whatever keywords they take their extras as."""
-    return dataclasses.replace(x, names=()) == dataclasses.replace(y, names=())
+    """Two kernels compute the same thing, whatever keywords they take their extras as (and, grouped,
+    however they say where the groups are: the index's form, the metadata's block size)."""
+    def what(op: Operation) -> Operation:
+        return dataclasses.replace(op, names=(), ragged_index="sizes", block_m=1 if op.grouped == "routed" else None)
+    return what(x) == what(y)
 
 
 def label(op: Operation) -> str:
     """A short name of an operation, for test ids: its parts, e.g. 'alpha-beta-bias-gelu'."""
-    parts = [p for p, present in (("batched", op.batched), ("alpha", op.alpha), ("beta", op.beta),
+    parts = [p for p, present in ((op.grouped or "", op.grouped), ("weighted", op.routed_weight),
+                                   ("ep", op.expert_parallel), ("batched", op.batched), ("alpha", op.alpha),
+                                   ("beta", op.beta),
                                    (f"bias{op.bias}", op.bias), (op.gated or "", op.gated),
                                    (op.activation or "", op.activation), ("residual", op.residual),
                                    ("pre", op.pre_activation)) if present]
@@ -159,6 +164,8 @@ class Agreement(Check):
         start = time.perf_counter()
         case = example.case
         operation = resolve(example.parameters["peers"][0]).operation
+        if operation.grouped:
+            return _grouped(example, resolve, backend, start)
         ops = materialize(case, backend.device, operation)
         a, b = to_float64(ops.a.view), to_float64(ops.b.view)
         extras = relations.Extras.of(ops)
@@ -184,6 +191,36 @@ class Agreement(Check):
     def describe(self, example) -> str:
         focus = f" judging {example.variant}" if example.variant else ""
         return f"agreement among {', '.join(example.parameters.get('peers', ()))}{focus}"
+
+
+def _grouped(example, resolve, backend, start: float) -> Observation:
+    """Grouped peers: each with the metadata its own block size needs (the same values throughout), and,
+    for a grouped product alone, a loop of the plain `tiled` kernel over the groups' 2-D problems."""
+    case = example.case
+    dtype = by_name(case.dtype).dtype
+    names = ([example.variant] if example.variant else []) + [n for n in example.parameters["peers"]
+                                                              if n != example.variant]
+    runs, ops = {}, None
+    for name in names:
+        v = resolve(name)
+        config = case.config if name == example.variant else ()
+        ops = materialize(dataclasses.replace(case, config=config), backend.device,
+                          v.operation_in(backend.device.type, dtype, config))
+        if not accepts(v, ops):
+            continue
+        ahead.compile_ahead(v, [dataclasses.replace(case, config=config)], backend)
+        try:
+            launch(v, ops, backend, config)
+            oracles.memory(ops)
+            allow, got = oracles.outputs(ops, v.precision, None)["C"]
+        except GemmFailure as e:
+            e.context.setdefault("variant", name)
+            raise
+        runs[name] = relations.Run(got, allow)
+    if ops is not None and grouped_loop.applies(ops.operation, dtype):
+        runs[grouped_loop.NAME] = grouped_loop.run(ops, backend)
+    agreement.judge(runs, example.variant or None)
+    return Observation(all(bool(r.exact.all()) for r in runs.values()), None, time.perf_counter() - start)
 
 
 CHECK = Agreement()

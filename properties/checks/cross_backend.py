@@ -18,6 +18,7 @@ from gemm_fuzz.properties.judge.failures import GemmFailure, SuiteError
 from gemm_fuzz.properties.judge.relations import Run, paired
 from gemm_fuzz.properties.model import strategies, stratified
 from gemm_fuzz.properties.model.cases import materialize
+from gemm_fuzz.reference.formats import by_name
 
 SIZED = dict(device_type="cuda", max_dim=96)
 
@@ -45,7 +46,8 @@ class CrossBackend(Check):
             compiled, interpreted = (side.values for side in sides)
             resolved = variant or runner.resolve(example.variant)
             case = example.case
-            ops = materialize(case, "cpu", resolved.operation)
+            ops = materialize(case, "cpu", resolved.operation_in(runner.backend.device.type, by_name(case.dtype).dtype,
+                                                                    case.config))
             product = oracles.product_of(ops)
             partials = oracles.output_partials(resolved, case.dtype, case.config, runner.backend.device.type)
             allow = oracles.allowances(ops, resolved.precision, product, partials)["C"]

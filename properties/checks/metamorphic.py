@@ -1,7 +1,8 @@
 """Metamorphic relations for every variant and dtype: transposition, scaling by a power of two,
 zero padding of K and splitting K (properties/judge/relations.py); for a kernel with an epilogue or a
 batch, the family's (properties/judge/family_relations.py): zero padding of K, one problem of a batch
-alone and the batch reversed, a shifted bias, alpha and the epilogue's terms doubled. Each example
+alone and the batch reversed, a shifted bias, alpha and the epilogue's terms doubled; for a grouped or
+MoE kernel, its groups relabelled and K padded (properties/judge/grouped_relations.py). Each example
 runs the main property on the case, then reruns the kernel on the changed problems under the same
 oracles and compares bit-exactly where the arithmetic is exact. The stratified cases first, each
 relation's parameter taken in turn.
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 from gemm_fuzz.properties.checks.check import Check
 from gemm_fuzz.properties.checks.example import Example, Observation
 from gemm_fuzz.properties.checks.reference import judged
-from gemm_fuzz.properties.judge import family_relations, relations
+from gemm_fuzz.properties.judge import family_relations, grouped_relations, relations
 from gemm_fuzz.properties.launch import ahead
 from gemm_fuzz.properties.launch.launching import launch
 from gemm_fuzz.properties.model import strategies, stratified
@@ -44,6 +45,8 @@ SHIFTS = (1.0, -0.5, 2.0)
 
 
 def _example(variant, case, scale: int, pad: int, split: int, problem: int = 0) -> Example:
+    if variant.operation.grouped:  # properties/judge/grouped_relations.py
+        return Example("metamorphic", variant.name, case, (("relabel", True), ("pad", pad)))
     if variant.operation.scaled:  # scaled codes: doubling their scales (family_relations.double_scale)
         return Example("metamorphic", variant.name, case, (("double_scale", True),))
     if not variant.operation.plain:  # the family's relations (properties/judge/family_relations.py)
@@ -104,6 +107,12 @@ class Metamorphic(Check):
             return observed
         first = relations.observed(verdict)
         run = lambda v, o: launch(v, o, backend, case.config)  # noqa: E731
+        if variant.operation.grouped:
+            if p.get("relabel"):
+                grouped_relations.relabel(variant, run, ops, first)
+            if p.get("pad"):
+                grouped_relations.pad_k(variant, run, ops, first, extra=p["pad"])
+            return observed
         if not variant.operation.plain:
             if p.get("pad"):
                 family_relations.pad_k(variant, run, ops, first, extra=p["pad"])

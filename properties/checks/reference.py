@@ -16,6 +16,7 @@ from gemm_fuzz.properties.judge import oracles
 from gemm_fuzz.properties.launch.launching import launch
 from gemm_fuzz.properties.model import strategies, stratified
 from gemm_fuzz.properties.model.cases import materialize
+from gemm_fuzz.reference.formats import by_name
 
 
 def judged(variant, case, backend) -> tuple[Observation, object, oracles.Verdict | None]:
@@ -24,14 +25,15 @@ def judged(variant, case, backend) -> tuple[Observation, object, oracles.Verdict
     is not run program by program (minutes): its launch's grid is checked against CUDA's limits, and
     nothing else judged (verdict None); a GPU runs and judges it whole."""
     start = time.perf_counter()
+    operation = variant.operation_in(backend.device.type, by_name(case.dtype).dtype, case.config)
     if backend.interpreted and case.batch > strategies.GRID_LIMIT:
         from gemm_fuzz.properties.interpreter import schedule
 
-        ops = materialize(case, backend.device, variant.operation, values=False)  # no program reads them
+        ops = materialize(case, backend.device, operation, values=False)  # no program reads them
         with schedule.grid_only():
             launch(variant, ops, backend, case.config)
         return Observation(False, None, time.perf_counter() - start), ops, None
-    ops = materialize(case, backend.device, variant.operation)
+    ops = materialize(case, backend.device, operation)
     launch(variant, ops, backend, case.config)
     partials = oracles.output_partials(variant, case.dtype, case.config, backend.device.type)
     verdict = oracles.against_reference(ops, variant.precision, partials=partials)

@@ -43,7 +43,7 @@ from gemm_fuzz.kernels import mutants
 from gemm_fuzz.kernels import operands as launcher_checks
 from gemm_fuzz.kernels.operation import SCALE_DTYPES
 from gemm_fuzz.properties.model.cases import packed
-from gemm_fuzz.reference import epilogue, scaled
+from gemm_fuzz.reference import epilogue, routing, scaled
 
 # The distinct (M, N, K) of test_dot's lists, in its order
 TEST_DOT_SHAPES = (
@@ -91,6 +91,8 @@ def check_shape(variant, M: int, N: int, K: int, dtype: str) -> bool:
     Returns False, without launching, for operands the variant's launcher refuses (as test_dot skips
     what a backend does not support: tensor descriptors need 16-byte strides, N=2 fp16 has 4)."""
     op = variant.operation
+    if op.grouped:
+        return _check_grouped(variant, M, N, K, dtype)
     batch = (BATCH,) if op.batched else ()
     x, y = operands(M, op.n_columns(N), K, dtype, batch)
     a, b = torch.from_numpy(x).to(TORCH[dtype]), torch.from_numpy(y).to(TORCH[dtype])
@@ -120,6 +122,43 @@ def check_shape(variant, M: int, N: int, K: int, dtype: str) -> bool:
 
 
 BATCH = 2  # a batched kernel's problems: two, packed
+GROUPS, TOP_K = 4, 2  # a grouped kernel's groups (experts) and a MoE kernel's top_k, as MoE tests take them
+
+
+def _check_grouped(variant, M: int, N: int, K: int, dtype: str) -> bool:
+    """A grouped kernel as its own tests run it: M rows split evenly into GROUPS groups, or M tokens
+    routed by a softmax's top TOP_K of GROUPS experts (RandomState(21)), metadata aligned for the
+    kernel's default block size; the reference a loop of np.matmul over the groups."""
+    op = variant.operation
+    x, _ = operands(M, N, K, dtype)
+    y = np.stack([operands(K, N, K, dtype)[1] + 0.01 * g for g in range(GROUPS)]).astype(x.dtype)
+    a, b = torch.from_numpy(x).to(TORCH[dtype]), torch.from_numpy(y).to(TORCH[dtype])
+    if op.grouped == "ragged":
+        sizes = [M // GROUPS] * (GROUPS - 1) + [M - (M // GROUPS) * (GROUPS - 1)]
+        index = {"sizes": sizes, "ends": np.cumsum(sizes), "starts": np.concatenate([[0], np.cumsum(sizes)])}
+        extras = {"group_index": torch.tensor(np.asarray(index[op.ragged_index]), dtype=torch.int32)}
+        rows = np.repeat(np.arange(GROUPS), sizes)
+        expected = np.stack([x[i] @ y[rows[i]] for i in range(M)]) if M else np.zeros((0, N))
+    else:
+        logits = torch.from_numpy(np.random.RandomState(21).normal(size=(M, GROUPS)))
+        weights, ids = torch.topk(torch.softmax(logits, dim=-1), TOP_K)
+        block = variant.operation_in(a.device.type, a.dtype).block_m
+        r = routing.align(ids.numpy(), GROUPS, block, weights.float().double().numpy())
+        extras = {"sorted_token_ids": torch.tensor(r.sorted_token_ids, dtype=torch.int32),
+                  "expert_ids": torch.tensor(r.expert_ids, dtype=torch.int32),
+                  "num_tokens_post_padded": torch.tensor([r.num_tokens_post_padded], dtype=torch.int32),
+                  "top_k": TOP_K}
+        if op.routed_weight:
+            extras["topk_weights"] = weights.float()
+        expected = routing.product(x, y, r, op.routed_weight)
+    c = torch.zeros((expected.shape[0], N), dtype=OUT.get(dtype, TORCH[dtype]))
+    try:
+        launcher_checks.check(variant, a, b, c, extras)
+    except (TypeError, ValueError):
+        return False
+    variant.launch(a, b, c, **{op.keywords()[name]: value for name, value in extras.items()})
+    np.testing.assert_allclose(expected, c.float().numpy(), rtol=RTOL, atol=ATOL[dtype])
+    return True
 
 
 def weight_codes(op, K: int, N: int) -> torch.Tensor:

@@ -426,7 +426,18 @@ def _poison(dtype: np.dtype):
 
 
 def _patch_undefined_lanes() -> None:
+    from triton.language import semantic
+
     original = _interp.InterpreterBuilder.create_masked_load
+    original_load = semantic.TritonSemantic.load
+
+    def load(self, ptr, mask, other, *args, **kwargs):
+        ret = original_load(self, ptr, mask, other, *args, **kwargs)
+        # Triton passes `other.handle if other else None`: in the interpreter a scalar `other` of 0 is falsy
+        # and dropped, so its masked-off lane would read the poison below; it reads `other`, as compiled
+        if other is not None and mask is not None and not other:
+            ret = self.where(mask, ret, self.cast(other, ret.dtype))
+        return ret
 
     def create_masked_load(self, ptrs, mask, other, *args, **kwargs):
         if other is None:
@@ -435,6 +446,7 @@ def _patch_undefined_lanes() -> None:
                                          ptrs.get_element_ty())
         return original(self, ptrs, mask, other, *args, **kwargs)
 
+    semantic.TritonSemantic.load = load
     _interp.InterpreterBuilder.create_masked_load = create_masked_load
 
 

@@ -10,6 +10,11 @@ around a view and the elements of another argument are all out of bounds, howeve
 Offending accesses are refused before they run (the plain interpreter writes straight into the host
 heap) and raise `OutOfBoundsAccess`.
 
+A store in which two active lanes address the same element raises `DuplicateStore` (unless the block
+allows them, `bounds_checked(duplicate_stores=True)`): which lane's value lands is unspecified, even
+where the values agree (kernels that alias rows to fake a batch dimension), and such stores have
+corrupted output on some GPUs. Atomics are exempt: lanes of one atomic add to one element are defined.
+
 Provenance: the pointer handle of each tensor argument is tagged at launch with the argument's
 extent, and the tag follows the pointer through addptr, splat, broadcast, expand_dims, reshape,
 trans, where, cat, join, split and pointer bitcasts, and from a descriptor's (or 3.6 block
@@ -27,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gemm_fuzz.properties.interpreter.operands import Operand
-from gemm_fuzz.properties.judge.failures import OutOfBoundsAccess
+from gemm_fuzz.properties.judge.failures import DuplicateStore, GemmFailure, OutOfBoundsAccess
 
 _TAG = "bounds_checked.origin"  # key in TensorHandle.attr: tuple of the _Extents a pointer may address
 
@@ -331,8 +336,45 @@ def _hook_create_masked_load(original):
 def _hook_create_masked_store(original):
     def op(self, ptrs, value, mask, *args, **kwargs):
         _check(self, ptrs, mask, "store")
+        if _state.op is None and not any(c.duplicate_stores for c in _state.contexts):  # a plain tl.store
+            _check_distinct(self, ptrs, mask)
         return original(self, ptrs, value, mask, *args, **kwargs)
     return op
+
+
+def _check_distinct(builder, ptrs, mask) -> None:
+    """Refuse a store in which two active lanes address one element."""
+    launch = _state.launch
+    if launch is None:
+        return
+    addrs = np.asarray(ptrs.data)
+    lanes, m = _lanes(addrs, mask)
+    if lanes.size < 2:
+        return
+    unique, first, counts = np.unique(lanes, return_index=True, return_counts=True)
+    if unique.size == lanes.size:
+        return
+    a = int(unique[np.argmax(counts > 1)])
+    positions = np.flatnonzero(addrs.reshape(-1) == a)
+    if m is not None:
+        positions = positions[m.reshape(-1)[positions]]
+    shown = [list(int(i) for i in np.unravel_index(p, addrs.shape)) for p in positions[:2]]
+    pid = tuple(int(i) for i in builder.grid_idx)
+    line = _kernel_line(launch)
+    extent = next((e for e in launch.extents if e.contains(np.array([a], dtype=np.int64), 1)[0]), None)
+    element = ""
+    if extent is not None:
+        coords = extent.where(a - extent.ptr)[1]
+        element = f", {extent.name}{list(coords) if coords is not None else ''}"
+    text = (f"duplicate-lane store in kernel '{launch.kernel}'" + (f" at {line}" if line else "")
+            + f", program id {pid}: lanes {shown[0]} and {shown[1]} of a {'x'.join(map(str, addrs.shape))} block "
+            f"store to one element{element} ({int((counts > 1).sum())} elements written by several lanes); which "
+            "lane's value lands is unspecified, even where they agree; declare duplicate_stores=True in the "
+            "contract if the kernel means it")
+    error = DuplicateStore(text, kernel=launch.kernel, program_id=pid, lanes=shown, line=line)
+    for context in _state.contexts:
+        context.violations.append(error)
+    raise error
 
 
 def _hook_create_atomic_rmw(original):
@@ -486,8 +528,9 @@ class BoundsChecked:
     launcher turned it into another exception, leaving the block raises the recorded violation instead.
     """
 
-    def __init__(self):
-        self.violations: list[OutOfBoundsAccess] = []
+    def __init__(self, duplicate_stores: bool = False):
+        self.violations: list[GemmFailure] = []
+        self.duplicate_stores = duplicate_stores
 
     def __enter__(self) -> BoundsChecked:
         if not _state.contexts:
@@ -499,14 +542,15 @@ class BoundsChecked:
         _state.contexts.remove(self)
         if not _state.contexts:
             _uninstall()
-        if exc is not None and not isinstance(exc, OutOfBoundsAccess) and self.violations:
+        if exc is not None and not isinstance(exc, (OutOfBoundsAccess, DuplicateStore)) and self.violations:
             raise self.violations[0] from exc
         return False
 
 
-def bounds_checked() -> BoundsChecked:
-    """`with bounds_checked(): ...` bounds-checks every Triton kernel launched in the block (interpreter only)."""
-    return BoundsChecked()
+def bounds_checked(duplicate_stores: bool = False) -> BoundsChecked:
+    """`with bounds_checked(): ...` bounds-checks every Triton kernel launched in the block (interpreter only);
+    `duplicate_stores`: two lanes of one store may write one element."""
+    return BoundsChecked(duplicate_stores)
 
 
 def hooks() -> int:

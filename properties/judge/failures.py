@@ -115,6 +115,12 @@ class OutOfBoundsAccess(GemmFailure):
     kind = "out-of-bounds access"
 
 
+class DuplicateStore(GemmFailure):
+    """Two active lanes of one store addressed the same element: the value that lands is unspecified."""
+
+    kind = "duplicate-lane store"
+
+
 class GridTooLarge(GemmFailure):
     """A launch whose grid has more programs along an axis than CUDA allows: it fails on every NVIDIA GPU
     (seen in the interpreter, before any program runs)."""

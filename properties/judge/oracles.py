@@ -18,7 +18,7 @@ from gemm_fuzz.properties import phases
 from gemm_fuzz.properties.judge import compare
 from gemm_fuzz.properties.judge.failures import InputModified, NotWritten, ValueOutOfBound, WriteOutsideC
 from gemm_fuzz.properties.model.cases import SCALES, Guarded, Operands, raw, signed, unwritten_bits
-from gemm_fuzz.reference import bounds, epilogue, numpy_ref, scaled, torch_ref
+from gemm_fuzz.reference import bounds, epilogue, grouped, numpy_ref, scaled, torch_ref
 from gemm_fuzz.reference.formats import by_name, name_of
 from gemm_fuzz.reference.numpy_ref import to_float64
 
@@ -130,7 +130,7 @@ def against_reference(ops: Operands, precision: str, product: numpy_ref.Product 
     try:
         ratio = compare.values(got, allow)
     except ValueOutOfBound as e:
-        if (case.dtype == "fp32" and precision == "ieee" and not ops.operation.has_epilogue
+        if (case.dtype == "fp32" and precision == "ieee" and not ops.operation.has_epilogue and product is not None
                 and _within(got, product, case.K, "tf32", case.out_dtype)):
             e.message += ("\nC is within the tf32 bound: the kernel computes fp32 in tf32 (tl.dot's default "
                           "input_precision for fp32); pass input_precision='ieee', or declare precision 'tf32'")
@@ -147,6 +147,8 @@ def allowances(ops: Operands, precision: str, product: numpy_ref.Product, partia
     k = ops.a.view.shape[-1]
     arith = bounds.arithmetic(dtype, precision, partials)
     op = ops.operation
+    if op.grouped:
+        return {"C": _grouped_allowance(ops, arith, out)}
     if not (op.has_epilogue or op.scaled):
         return {"C": bounds.allowance(product, k, arith, out)}
     if op.scaled:  # `product` is of the dequantized operands (product_of); the bound needs the codes and scales
@@ -158,6 +160,32 @@ def allowances(ops: Operands, precision: str, product: numpy_ref.Product, partia
     return epilogue.allowances(term, op, values, ops.scalars, out)
 
 
+def _grouped_allowance(ops: Operands, arith: bounds.Arithmetic, out) -> bounds.Allowance:
+    """Each group's rows as the 2-D product they are (reference/grouped.py), from the case's groups."""
+    from gemm_fuzz.properties.model import grouped as groups_of
+
+    case, a, b = ops.case, ops.a.view, ops.b.view
+    n = ops.c.view.shape[-1]
+    parts = []
+    if not case.groups.routed:
+        starts = np.concatenate([[0], np.cumsum(case.groups.sizes)])
+        for g, (lo, hi) in enumerate(zip(starts[:-1], starts[1:])):
+            if hi > lo:
+                parts.append((np.arange(lo, hi), grouped.group_allowance(a[lo:hi], b[g], arith, out, ops.operation)))
+        return grouped.stacked(parts, ops.c.view.shape[0], n)
+    routing = groups_of.routing(case, ops.operation.block_m)
+    experts, weights = routing.topk_ids.reshape(-1), routing.topk_weights.reshape(-1)
+    for e in np.unique(experts):
+        slots = np.flatnonzero(experts == e)
+        if not routing.local[e]:
+            parts.append((slots, grouped.zeros(len(slots), n)))
+            continue
+        tokens = torch.as_tensor(slots // routing.top_k, device=a.device)
+        parts.append((slots, grouped.group_allowance(a.index_select(0, tokens), b[e], arith, out, ops.operation,
+                                                     weights[slots] if ops.operation.routed_weight else None)))
+    return grouped.stacked(parts, routing.slots, n)
+
+
 def _scales(ops: Operands) -> dict[str, torch.Tensor]:
     return {name: g.view for name, g in ops.extras.items() if name in (*SCALES, "b_zero")}
 
@@ -166,6 +194,8 @@ def _scales(ops: Operands) -> dict[str, torch.Tensor]:
 def product_of(ops: Operands) -> numpy_ref.Product:
     """The float64 product a launch's outputs are judged against: of A and B, or of their dequantized
     values (scaled operands)."""
+    if ops.operation.grouped:  # judged group by group (allowances)
+        return None
     if ops.operation.scaled:
         return scaled.scaled_product(ops.operation, ops.a.view, ops.b.view, _scales(ops))[0]
     return numpy_ref.product(ops.a.view, ops.b.view)

@@ -73,6 +73,7 @@ def compile_ahead(variant, cases, backend) -> int:
     if backend.interpreted:
         return 0
     from gemm_fuzz.properties.model.cases import materialize
+    from gemm_fuzz.reference.formats import by_name
 
     fresh = []
     for case in cases:
@@ -84,7 +85,8 @@ def compile_ahead(variant, cases, backend) -> int:
         return 0
     with _warm_launches():
         for case in fresh:
-            ops = materialize(replace(case, profile="ones", specials=False), backend.device, variant.operation)
+            operation = variant.operation_in(backend.device.type, by_name(case.dtype).dtype, case.config)
+            ops = materialize(replace(case, profile="ones", specials=False), backend.device, operation)
             try:
                 variant.launch(ops.a.view, ops.b.view, ops.c.view, config=dict(case.config) or None, **ops.keywords())
             except Exception:  # noqa: BLE001  the example itself reports what the launcher raises

@@ -41,7 +41,7 @@ def launch(variant: Variant, ops: Operands, backend: backends.Backend, config=()
     extras = ops.keywords()
     try:
         if backend.interpreted:
-            with phases.launching(), sanitizer.bounds_checked():
+            with phases.launching(), sanitizer.bounds_checked(variant.duplicate_stores):
                 variant.launch(ops.a.view, ops.b.view, ops.c.view, config=chosen, **extras)
         else:
             with phases.launching():

@@ -71,7 +71,7 @@ def refusal(variant: Variant, case, device: torch.device) -> str | None:
         return f"it declares no C of {_dtype(out)} for {_dtype(dtype)} inputs"
     try:
         variant.config(device.type, dtype, dict(case.config) or None)
-        ops = materialize(case, device, variant.operation)
+        ops = materialize(case, device, variant.operation_in(device.type, dtype, case.config))
         operands.check(variant, ops.a.view, ops.b.view, ops.c.view, ops.keywords())
     except (TypeError, ValueError) as e:
         return str(e)

@@ -166,6 +166,58 @@ class Epilogue:
         return cls(**data)
 
 
+ROUTES = ("uniform", "one", "skewed", "all", "repeated")  # properties/model/routing.py draws them
+
+
+@dataclass(frozen=True)
+class Groups:
+    """A grouped case's groups (kernels/operation.py: `grouped`). Ragged: the rows of A a group, in
+    order (they sum to M). Routed: M tokens sent to `top_k` of `count` experts by a router drawn from
+    the case's seed as `route` says (properties/model/routing.py)."""
+
+    count: int  # G groups, or E experts
+    sizes: tuple[int, ...] = ()  # ragged
+    top_k: int = 0  # routed
+    route: str = "uniform"  # routed: one of ROUTES
+    local: tuple[int, int] = (0, 0)  # routed, expert parallelism: this rank holds experts [lo, hi); (0, 0): all
+    shortcut: bool = False  # routed: sorted_token_ids only as long as in use (the small-batch path), not the worst case
+
+    def __post_init__(self):
+        object.__setattr__(self, "sizes", tuple(self.sizes))
+        object.__setattr__(self, "local", tuple(self.local))
+        if self.count < 1:
+            raise ValueError(f"a grouped case has at least one group, got {self.count}")
+        if self.sizes and (len(self.sizes) != self.count or min(self.sizes) < 0):
+            raise ValueError(f"ragged groups: {self.count} sizes >= 0 expected, got {self.sizes}")
+        if self.top_k:
+            if self.route not in ROUTES:
+                raise ValueError(f"route {self.route!r}; expected one of {', '.join(ROUTES)}")
+            if not 1 <= self.top_k <= (self.count if self.route != "repeated" else 8):
+                raise ValueError(f"top_k {self.top_k} for {self.count} experts")
+            if self.route == "all" and self.top_k != self.count:
+                raise ValueError(f"route 'all' sends every token to all {self.count} experts: top_k = {self.count}")
+            lo, hi = self.local
+            if (lo, hi) != (0, 0) and not 0 <= lo < hi <= self.count:
+                raise ValueError(f"local experts [{lo}, {hi}) of {self.count}")
+
+    @property
+    def routed(self) -> bool:
+        return self.top_k > 0
+
+    def local_experts(self) -> np.ndarray:
+        local = np.zeros(self.count, dtype=bool)
+        lo, hi = self.local if self.local != (0, 0) else (0, self.count)
+        local[lo:hi] = True
+        return local
+
+    def describe(self) -> str:
+        if not self.routed:
+            return "groups=" + ",".join(map(str, self.sizes))
+        return (f"experts={self.count} top_k={self.top_k} route={self.route}"
+                + (f" local={self.local[0]}:{self.local[1]}" if self.local != (0, 0) else "")
+                + (" shortcut" if self.shortcut else ""))
+
+
 @dataclass(frozen=True)
 class GemmCase:
     M: int
@@ -188,13 +240,17 @@ class GemmCase:
     # batched: the number of problems (0: one 2-D problem); A is batch x M x K, and so on
     batch: int = 0
     epilogue: Epilogue | None = None  # for a variant whose operation has an epilogue; None: Epilogue()
+    groups: Groups | None = None  # for a grouped variant: its groups, or its tokens' routing
 
     def __post_init__(self):
+        if self.groups is not None and not self.groups.routed and sum(self.groups.sizes) != self.M:
+            raise ValueError(f"ragged groups of {self.groups.sizes} rows cover {sum(self.groups.sizes)} rows, "
+                             f"not M = {self.M}")
         if self.epilogue == Epilogue():
             object.__setattr__(self, "epilogue", None)  # one way to write the plainest epilogue
         if self.batch < 0:
             raise ValueError(f"batch must be >= 0 (0: one 2-D problem), got {self.batch}")
-        if not self.batch and any(lay.broadcast == "batch" or lay.batch_gap for lay in self.layouts()):
+        if not (self.batch or self.groups) and any(lay.broadcast == "batch" or lay.batch_gap for lay in self.layouts()):
             raise ValueError("a batch layout (broadcast over the batch, a gap between problems) needs batch >= 1")
         if self.c.batch_gap < 0:
             raise ValueError("C's problems cannot overlap in memory")
@@ -232,6 +288,8 @@ class GemmCase:
                 data[name] = Layout(**data[name])
         if data.get("epilogue") is not None:
             data["epilogue"] = Epilogue.from_dict(data["epilogue"])
+        if data.get("groups") is not None:
+            data["groups"] = Groups(**data["groups"])
         if "config" in data:
             data["config"] = tuple((str(k), v) for k, v in data["config"])
         return cls(**data)
@@ -249,6 +307,7 @@ class GemmCase:
             + (f" order={self.order}" if self.order else "")
             + (" config=" + ",".join(f"{k}={v}" for k, v in self.config) if self.config else "")
             + (f" {self.epilogue.describe()}" if self.epilogue and self.epilogue.describe() else "")
+            + (f" {self.groups.describe()}" if self.groups else "")
         )
 
     def replace(self, **changes) -> GemmCase:
@@ -685,6 +744,10 @@ def materialize(case: GemmCase, device: torch.device | str = "cpu", operation: O
     deterministically. Without `values` the inputs hold poison, not drawn values: for a launch that runs
     no program (the interpreter checking a big batch's grid)."""
     device = torch.device(device)
+    if operation.grouped:
+        from gemm_fuzz.properties.model import grouped
+
+        return grouped.materialize(case, device, operation, values)
     fin, fout = by_name(case.dtype), by_name(case.out_dtype)
     batch = (case.batch,) if case.batch else ()
     if values:

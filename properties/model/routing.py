@@ -25,12 +25,17 @@ def topk_ids(rng: np.random.Generator, tokens: int, experts: int, top_k: int, di
     if distribution == "one":
         chosen = rng.permutation(experts)[:top_k]
         return np.tile(chosen, (tokens, 1))
-    weights = np.ones(experts) if distribution == "uniform" else 1.0 / np.arange(1, experts + 1) ** 2
-    weights = weights[rng.permutation(experts)]
+    popularity = np.ones(experts) if distribution == "uniform" else 1.0 / np.arange(1, experts + 1) ** 2
+    popularity = popularity[rng.permutation(experts)]
     ids = np.zeros((tokens, top_k), dtype=np.int64)
     for t in range(tokens):
-        ids[t] = rng.choice(experts, size=top_k, replace=False, p=weights / weights.sum())
+        ids[t] = rng.choice(experts, size=top_k, replace=False, p=popularity / popularity.sum())
     return ids
+
+
+def weights(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
+    """Router weights (a softmax's top_k probabilities) in (0, 1], exactly fp32 values, as kernels read them."""
+    return rng.uniform(0.0, 1.0, size=shape).astype(np.float32).astype(np.float64)
 
 
 @st.composite
@@ -43,11 +48,11 @@ def router_outputs(draw, max_tokens: int = 40, max_experts: int = 9):
     tokens = draw(st.integers(0, max_tokens))
     rng = np.random.default_rng(draw(st.integers(0, 2**16)))
     ids = topk_ids(rng, tokens, experts, top_k, distribution)
-    weights = rng.uniform(0.0, 1.0, size=ids.shape)
+    drawn = weights(rng, ids.shape)
     local = np.ones(experts, dtype=bool)
     if draw(st.booleans()):  # expert parallelism: this rank holds experts [lo, hi)
         lo = draw(st.integers(0, experts - 1))
         hi = draw(st.integers(lo + 1, experts))
         local[:] = False
         local[lo:hi] = True
-    return ids, weights, experts, local
+    return ids, drawn, experts, local

@@ -24,7 +24,16 @@ from hypothesis import strategies as st
 
 from gemm_fuzz.kernels.registry import Variant
 from gemm_fuzz.properties.model import profiles, runnable, specialization
-from gemm_fuzz.properties.model.cases import SCALARS, SCALE_PROFILES, Epilogue, GemmCase, Layout, Vector
+from gemm_fuzz.properties.model.cases import (
+    ROUTES,
+    SCALARS,
+    SCALE_PROFILES,
+    Epilogue,
+    GemmCase,
+    Groups,
+    Layout,
+    Vector,
+)
 from gemm_fuzz.reference.formats import by_name, name_of
 
 PRIMES = (2, 3, 5, 7, 11, 13, 31, 37, 61, 67, 127, 131, 251, 257, 509, 521)
@@ -194,6 +203,9 @@ def simplest_case(variant: Variant, m: int, n: int, k: int, dtype: str, out_dtyp
     """The plainest case of these sizes the variant accepts."""
     out_dtype = out_dtype or default_output(variant, dtype)
     fields.setdefault("batch", 1 if variant.operation.batched else 0)
+    if variant.operation.grouped:
+        routed = variant.operation.grouped == "routed"
+        fields.setdefault("groups", Groups(1, top_k=1) if routed else Groups(1, sizes=(m,)))
     return GemmCase(m, n, k, dtype, out_dtype, a=plain_layout(variant, "a", m, k, dtype),
                     b=plain_layout(variant, "b", k, variant.operation.n_columns(n), dtype),
                     c=plain_layout(variant, "c", m, n, out_dtype), **fields)
@@ -212,7 +224,7 @@ def plainer(variant: Variant) -> list:
     a failure is re-run on each and keeps those under which it still fails (properties.run.runner)."""
     default = lambda case: replace(case, out_dtype=default_output(variant, case.dtype))  # noqa: E731
     ones = lambda case: replace(case, profile="ones", seed=0, specials=False)  # noqa: E731
-    extra = []
+    extra = plainer_groups(variant)
     if variant.operation.batched:  # problems packed one after the other
         extra.append(lambda case: replace(case, **{o: replace(getattr(case, o), batch_gap=0, broadcast=(
             "" if getattr(case, o).broadcast == "batch" else getattr(case, o).broadcast)) for o in "abc"}))
@@ -244,11 +256,26 @@ def _plain_epilogue(epilogue: Epilogue | None, variant: Variant, case: GemmCase)
 
 
 def resized(case: GemmCase, variant: Variant, **dims: int) -> GemmCase:
-    """`case` with other dimensions; layouts that were plain stay plain (their alignment padding redone)."""
-    new = replace(case, **dims)
+    """`case` with other dimensions; layouts that were plain stay plain (their alignment padding redone);
+    ragged groups gain or lose the rows from the end (the last groups)."""
+    groups = case.groups
+    if groups is not None and not groups.routed and "M" in dims:
+        groups = replace(groups, sizes=_rows_from_the_end(groups.sizes, dims["M"]))
+    new = replace(case, **dims, groups=groups)
     plain = [o for o, lay in (("a", case.a), ("b", case.b), ("c", case.c))
              if lay == plain_layout(variant, o, *_shape(case, o, variant))]
     return _plain_layouts(new, variant, "".join(plain)) if plain else new
+
+
+def _rows_from_the_end(sizes: tuple[int, ...], m: int) -> tuple[int, ...]:
+    """Group sizes covering m rows: the last group grown, or the groups cut from the end."""
+    if m >= sum(sizes):
+        return (*sizes[:-1], sizes[-1] + m - sum(sizes))
+    kept, left = [], m
+    for size in sizes:
+        kept.append(min(size, left))
+        left -= kept[-1]
+    return tuple(kept)
 
 
 def _shape(case: GemmCase, operand: str, variant: Variant | None = None) -> tuple[int, int, str]:
@@ -342,10 +369,80 @@ def operation_fields(draw, variant: Variant, case: GemmCase, device_type: str, b
         if batch > GRID_LIMIT:
             case = resized(case, variant, **{d: min(getattr(case, d), BIG_BATCH_DIM) for d in "MNK"})
         case = replace(case, batch=batch, **{o: draw(batch_layout(variant, o, getattr(case, o))) for o in "abc"})
+    if op.grouped:
+        case = draw(grouped_fields(variant, case, device_type))
     case = whole_groups(case, variant)  # the kernel asserts K % group_k == 0
     if op.has_epilogue or op.scaled:
         case = replace(case, epilogue=draw(epilogues(variant, case.M, case.N, case.out_dtype, case.K)))
     return case
+
+
+GROUP_COUNTS = (1, 2, 3, 4, 5, 8)
+ROUTED_TOKENS = 48  # on the CPU: at most this many tokens (each is top_k rows of C)
+
+
+@st.composite
+def grouped_fields(draw, variant: Variant, case: GemmCase, device_type: str) -> GemmCase:
+    """`case` with its groups (kernels/operation.py: `grouped`) and B's groups laid out one after another
+    (packed, with a gap, shared or overlapping). Ragged: each group's rows aimed at M's block boundaries
+    (0 and 1 among them), M their sum. Routed: experts, top_k, how the router sends the tokens
+    (properties/model/routing.py), under expert parallelism a share of local experts, and metadata of
+    the worst-case length or only as long as in use."""
+    op = variant.operation
+    count = draw(_sampled(GROUP_COUNTS))
+    b = draw(batch_layout(variant, "b", case.b))
+    if op.grouped == "ragged":
+        size = st.one_of(st.sampled_from((0, 1)), dims(blocks(variant, device_type)[0], max(8, case.M // 2), 1))
+        sizes = tuple(draw(size) for _ in range(count))
+        case = resized(replace(case, groups=None), variant, M=sum(sizes))
+        return replace(case, b=b, groups=Groups(count, sizes=sizes))
+    route = draw(_sampled(ROUTES))
+    top_k = count if route == "all" else draw(st.integers(1, min(count, 4) if route != "repeated" else 4))
+    local = (0, 0)
+    if op.expert_parallel and draw(st.booleans()):
+        lo = draw(st.integers(0, count - 1))
+        local = (lo, draw(st.integers(lo + 1, count)))
+    groups = Groups(count, top_k=top_k, route=route, local=local, shortcut=draw(st.booleans()))
+    tokens = case.M if device_type == "cuda" else min(case.M, ROUTED_TOKENS)
+    return replace(resized(case, variant, M=tokens), b=b, groups=groups)
+
+
+def plainer_groups(variant: Variant) -> list:
+    """A grouped case's simplifications: B's groups packed; ragged, each group emptied or of one row,
+    the last group dropped; routed, all experts local, the worst-case metadata, the uniform router,
+    top_k 1, fewer experts."""
+    if not variant.operation.grouped:
+        return []
+
+    def packed(case):
+        return replace(case, b=replace(case.b, batch_gap=0, broadcast=""))
+
+    def sized(case, sizes):
+        return replace(resized(replace(case, groups=None), variant, M=sum(sizes)),
+                       groups=replace(case.groups, count=len(sizes), sizes=tuple(sizes)))
+
+    if variant.operation.grouped == "ragged":
+        def each(g, rows):
+            return lambda case: (sized(case, case.groups.sizes[:g] + (rows,) + case.groups.sizes[g + 1:])
+                                 if g < case.groups.count else case)
+        return [packed, lambda case: sized(case, case.groups.sizes[:-1]) if case.groups.count > 1 else case,
+                *[each(g, rows) for g in range(max(GROUP_COUNTS)) for rows in (0, 1)]]
+
+    def routed(change):
+        def simpler(case):
+            try:
+                return replace(case, groups=replace(case.groups, **change(case)))
+            except ValueError:  # not a valid routing (route "all" takes top_k = experts)
+                return case
+        return simpler
+
+    def fewer(case):
+        g = case.groups
+        count = max(1, g.count - 1)
+        return {"count": count, "top_k": min(g.top_k, count), "local": (0, 0) if g.local[1] > count else g.local}
+    return [packed, routed(lambda case: {"local": (0, 0)}), routed(lambda case: {"shortcut": False}),
+            routed(lambda case: {"route": "uniform", "top_k": min(case.groups.top_k, case.groups.count)}),
+            routed(lambda case: {"top_k": 1}), routed(fewer)]
 
 
 def pool_cases(variant: Variant, dtype: str, *, device_type: str, max_dim: int, tiles: int = TILES,

@@ -20,7 +20,16 @@ from dataclasses import replace
 
 from gemm_fuzz.kernels.registry import Variant
 from gemm_fuzz.properties.model import profiles, runnable, specialization, strategies
-from gemm_fuzz.properties.model.cases import SCALARS, SCALE_PROFILES, Epilogue, GemmCase, Layout, Vector
+from gemm_fuzz.properties.model.cases import (
+    ROUTES,
+    SCALARS,
+    SCALE_PROFILES,
+    Epilogue,
+    GemmCase,
+    Groups,
+    Layout,
+    Vector,
+)
 from gemm_fuzz.reference.formats import by_name, name_of
 
 
@@ -89,6 +98,8 @@ def operation_fields(variant: Variant, case: GemmCase, i: int) -> GemmCase:
             lay[o] = replace(current, batch_gap={"gap": 3, "overlap": -5}.get(kind, 0),
                              broadcast="batch" if kind == "shared" else current.broadcast)
         case = replace(case, batch=strategies.BATCHES[i % 5], **lay)
+    if op.grouped:
+        case = grouped_fields(variant, case, i)
     if op.has_epilogue or op.scaled:
         present = {"c_in": op.has_c_in, "residual": op.residual, "pre": op.pre_activation}
         extras = {}
@@ -106,6 +117,37 @@ def operation_fields(variant: Variant, case: GemmCase, i: int) -> GemmCase:
             extras["b_scale"] = Layout("col" if i % 2 else "row")
         case = replace(case, epilogue=Epilogue(alpha, beta, bias, landmarks=landmarks, **extras))
     return case
+
+
+def _ragged_sizes(m: int, i: int) -> tuple[int, ...]:
+    """Group sizes covering m rows, in turn: one group, an empty group first, last and between, a group
+    of one row, m split in halves."""
+    half = m // 2
+    patterns = ((m,), (0, m), (m, 0), (half, 0, m - half), (1, m - 1) if m else (0,), (0, 0, m, 0, 0),
+                (half, m - half))
+    return patterns[i % len(patterns)]
+
+
+def grouped_fields(variant: Variant, case: GemmCase, i: int) -> GemmCase:
+    """The i-th case's groups: ragged sizes in turn (empty groups, a group of one row); routed, each
+    router distribution, top_k, expert count and, under expert parallelism, a share of local experts;
+    B's groups packed, with a gap, shared and overlapping in turn."""
+    op = variant.operation
+    kind = BATCH_KINDS[i % len(BATCH_KINDS)]
+    if kind in ("shared", "overlap") and (case.b.broadcast or variant.requirements.positive_strides
+                                          or "b" in variant.requirements.contiguous):
+        kind = "gap"
+    b = replace(case.b, batch_gap={"gap": 3, "overlap": -5}.get(kind, 0),
+                broadcast="batch" if kind == "shared" else case.b.broadcast)
+    if op.grouped == "ragged":
+        sizes = _ragged_sizes(case.M, i)
+        return replace(case, b=b, groups=Groups(len(sizes), sizes=sizes))
+    count = strategies.GROUP_COUNTS[i % len(strategies.GROUP_COUNTS)]
+    route = ROUTES[i % len(ROUTES)]
+    top_k = count if route == "all" else 1 + i % min(count, 4)
+    local = (count // 2, count) if op.expert_parallel and i % 2 and count > 1 else (0, 0)
+    return replace(strategies.resized(case, variant, M=min(case.M, strategies.ROUTED_TOKENS)), b=b,
+                   groups=Groups(count, top_k=top_k, route=route, local=local, shortcut=i % 3 == 2))
 
 
 def cases(variant: Variant, dtype: str, *, device_type: str, max_dim: int, tiles: int = strategies.TILES,

@@ -1,0 +1,97 @@
+"""A grouped case's tensors (kernels/operation.py: `grouped`): A, B as one matrix a group (G x K x N),
+C, and the metadata the kernel's real caller builds.
+
+  ragged  A's M rows in the case's groups; `group_index` as the operation says (sizes, ends, starts)
+  routed  the router's choices drawn from the case's seed (properties/model/routing.py), aligned into
+          vLLM's moe_align_block_size metadata for the kernel's block size (reference/routing.py):
+          sorted_token_ids of the worst-case length (or, `shortcut`, only as long as in use),
+          expert_ids, num_tokens_post_padded; topk_weights where the kernel multiplies by them
+
+Every metadata tensor is a guarded int32 input: a read past its end reads poison (and the interpreter's
+sanitizer names it), a write to it is a changed input.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from gemm_fuzz.kernels.operation import Operation
+from gemm_fuzz.properties.model import routing as router
+from gemm_fuzz.properties.model.cases import (
+    ROW,
+    GemmCase,
+    Operands,
+    Vector,
+    _problem_values,
+    guarded_input,
+    guarded_output,
+)
+from gemm_fuzz.reference import bounds
+from gemm_fuzz.reference import routing as aligned
+from gemm_fuzz.reference.formats import by_name
+
+INT32 = by_name("int32")
+FP32 = by_name("fp32")
+
+
+def routing(case: GemmCase, block_m: int) -> aligned.Routing:
+    """The routed case's metadata, as moe_align_block_size builds it for `block_m`."""
+    g = case.groups
+    rng = np.random.default_rng([case.seed, 14])
+    ids = router.topk_ids(rng, case.M, g.count, g.top_k, g.route)
+    weights = router.weights(rng, ids.shape)
+    in_use = aligned.align(ids, g.count, block_m).num_tokens_post_padded
+    length = in_use if g.shortcut else None
+    return aligned.align(ids, g.count, block_m, weights, g.local_experts(), length)
+
+
+def group_index(sizes: tuple[int, ...], form: str) -> np.ndarray:
+    """Where the ragged groups are, as `form` (kernels/operation.py: RAGGED_INDEXES) says."""
+    ends = np.cumsum(sizes, dtype=np.int64)
+    return {"sizes": np.asarray(sizes, dtype=np.int64), "ends": ends,
+            "starts": np.concatenate([[0], ends])}[form]
+
+
+def values(case: GemmCase, operation: Operation) -> tuple[np.ndarray, np.ndarray]:
+    """A (M x K) and B (G x K x N; gated, 2N) in float64, drawn as a batch's problems are (group g's B is
+    problem g's)."""
+    fmt, out = by_name(case.dtype), by_name(case.out_dtype)
+    exact_bits = bounds.exact_sum_bits(case.dtype)
+    n = operation.n_columns(case.N)
+    pairs = [_problem_values(case, fmt, out, exact_bits, n, (p,)) for p in range(case.groups.count)]
+    return np.array(pairs[0][0]), np.stack([b for _, b in pairs])
+
+
+def materialize(case: GemmCase, device: torch.device, operation: Operation, values_too: bool = True) -> Operands:
+    """A grouped case's operands and metadata on `device`; `operation.block_m` resolved to an int."""
+    g = case.groups
+    va, vb = (values(case, operation) if values_too
+              else ((case.M, case.K), (g.count, case.K, operation.n_columns(case.N))))
+    found = routing(case, operation.block_m) if g.routed else group_index(g.sizes, operation.ragged_index)
+    return operands(case, device, operation, va, vb, found)
+
+
+def operands(case: GemmCase, device: torch.device, operation: Operation, va, vb,
+             metadata: np.ndarray | aligned.Routing) -> Operands:
+    """Guarded A (`va`), B (`vb`: values, or shapes for poison), C and the metadata, laid out as `case`
+    says: ragged, `metadata` is the group index; routed, the aligned routing."""
+    fin, fout = by_name(case.dtype), by_name(case.out_dtype)
+    a = guarded_input("A", case.a, fin, va, device)
+    b = guarded_input("B", case.b, fin, vb, device)
+    routed = isinstance(metadata, aligned.Routing)
+    c = guarded_output("C", (metadata.slots if routed else case.M, case.N), case.c, fout, device)
+
+    def guarded(name: str, array: np.ndarray, fmt=INT32):
+        return guarded_input(name, Vector() if array.ndim == 1 else ROW, fmt, np.asarray(array, dtype=np.float64),
+                             device)
+
+    if not routed:
+        return Operands(case, a, b, c, {"group_index": guarded("group_index", metadata)}, {}, operation)
+    extras = {"sorted_token_ids": guarded("sorted_token_ids", metadata.sorted_token_ids),
+              "expert_ids": guarded("expert_ids", metadata.expert_ids),
+              "num_tokens_post_padded": guarded("num_tokens_post_padded",
+                                                np.array([metadata.num_tokens_post_padded]))}
+    if operation.routed_weight:
+        extras["topk_weights"] = guarded("topk_weights", metadata.topk_weights, FP32)
+    return Operands(case, a, b, c, extras, {"top_k": metadata.top_k}, operation)

@@ -1,0 +1,56 @@
+"""What a correct grouped GEMM may store (kernels/operation.py: `grouped`): each group's rows judged as
+the 2-D product they are, A's rows of the group (gathered by token, routed) times the group's B, under
+the sound bound of that product (bounds.py), a router weight's fp32 multiply counted as the epilogue's
+(epilogue.py); then the groups' allowances put together row by row into C's. Rows no group computes
+(a non-local expert's slots) must hold exact zeros.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from gemm_fuzz.reference import bounds, epilogue, numpy_ref
+from gemm_fuzz.reference.formats import FORMATS, Format
+
+_FIELDS = ("expected", "bound", "exact", "pos_inf", "neg_inf", "nan", "free", "reference")
+
+
+def group_allowance(a: torch.Tensor, b: torch.Tensor, arith: bounds.Arithmetic, out: Format, op,
+                    weights: np.ndarray | None = None) -> bounds.Allowance:
+    """One group's rows: A's rows `a` (R x K) times `b` (K x N, gated K x 2N), through the operation's
+    activation (`op`, a kernels.operation.Operation), each row times its router weight (`weights`, R fp32
+    values) where given."""
+    product = numpy_ref.product(a, b)
+    k = a.shape[-1]
+    if op.has_epilogue:
+        return epilogue.allowances(epilogue.product_term(product, k, arith), op, {}, {}, out)["C"]
+    if weights is None:
+        return bounds.allowance(product, k, arith, out)
+    fp32 = epilogue.Arithmetic(FORMATS["fp32"])
+    term = epilogue.multiply(epilogue.product_term(product, k, arith), epilogue.constant(weights[:, None]), fp32)
+    return epilogue.finish(term, out)
+
+
+def zeros(rows: int, cols: int) -> bounds.Allowance:
+    """Rows that must hold exact zeros."""
+    none = np.zeros((rows, cols), dtype=bool)
+    return bounds.Allowance(np.zeros((rows, cols)), np.zeros((rows, cols)), True, none, none, none,
+                            none, reference=np.zeros((rows, cols)))
+
+
+def stacked(parts: list[tuple[np.ndarray, bounds.Allowance]], rows: int, cols: int) -> bounds.Allowance:
+    """C's allowance from the groups' (their rows' indices into C, their allowance); every row of C must
+    be some group's."""
+    full = {name: np.zeros((rows, cols), dtype=bool if name in ("exact", "pos_inf", "neg_inf", "nan", "free")
+                           else np.float64) for name in _FIELDS}
+    covered = np.zeros(rows, dtype=bool)
+    for index, allow in parts:
+        covered[index] = True
+        for name in _FIELDS:
+            value = getattr(allow, name)
+            if value is not None:
+                full[name][index] = value
+    if not covered.all():
+        raise ValueError(f"rows {np.flatnonzero(~covered)[:8].tolist()} of C belong to no group")
+    return bounds.Allowance(**full)
