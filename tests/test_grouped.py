@@ -1,0 +1,182 @@
+"""Grouped and MoE GEMMs (kernels/operation.py's `grouped`): what the contract takes and refuses, the cases and
+metadata the suite builds, the per-group reference, the relations and the loop-of-2-D agreement peer each failing
+on a wrong kernel, the duplicate-lane store detector, and a control: a kernel that only visits its tiles in
+another order must pass."""
+
+import dataclasses
+import importlib
+
+import numpy as np
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+from gemm_fuzz import kernels
+from gemm_fuzz.kernels import Operation, mutants
+from gemm_fuzz.kernels.contracts import Contract
+from gemm_fuzz.kernels.mutants import Edit
+from gemm_fuzz.properties.checks.reference import judged
+from gemm_fuzz.properties.evaluation import mutation
+from gemm_fuzz.properties.judge import agreement, grouped_loop, grouped_relations, oracles, relations
+from gemm_fuzz.properties.judge.failures import DuplicateStore, ValueOutOfBound
+from gemm_fuzz.properties.launch.launching import launch
+from gemm_fuzz.properties.model import grouped
+from gemm_fuzz.properties.model.cases import GemmCase, Groups, Layout
+
+
+@pytest.mark.parametrize("fields, message", [
+    (dict(grouped="tiles"), "grouped='tiles'"),
+    (dict(grouped="routed"), "block_m"),
+    (dict(grouped="routed", block_m=0), "block_m"),
+    (dict(grouped="ragged", block_m=16), "without grouped='routed'"),
+    (dict(grouped="ragged", ragged_index="offsets"), "ragged_index='offsets'"),
+    (dict(grouped="ragged", bias="n"), "with a batch, scales or extras"),
+    (dict(grouped="routed", block_m=16, routed_weight=True, activation="silu"), "routed_weight with an activation"),
+])
+def test_a_wrong_grouped_operation_is_refused_saying_what_is_expected(fields, message):
+    with pytest.raises(ValueError, match=message):
+        Operation(**fields)
+
+
+def test_a_routed_block_size_named_by_a_configuration_key_resolves_per_configuration(backend):
+    moe = kernels.get("fused_moe")
+    default = moe.operation_in(backend.device.type, torch.float16)
+    other = moe.configs_for(backend.device.type, torch.float16)[1]
+    assert default.block_m == moe.config(backend.device.type, torch.float16)["BM"]
+    assert moe.operation_in(backend.device.type, torch.float16, tuple(other.items())).block_m == other["BM"]
+
+
+def test_the_metadata_is_moe_align_block_size_for_the_kernels_block_and_the_shortcut_is_shorter():
+    case = GemmCase(5, 3, 4, "fp16", "fp16", groups=Groups(3, top_k=2, route="skewed", local=(1, 3)), seed=4)
+    r = grouped.routing(case, 4)
+    assert r.topk_ids.shape == (5, 2) and r.block_m == 4 and r.num_tokens_post_padded % 4 == 0
+    assert list(r.local) == [False, True, True]
+    assert len(r.sorted_token_ids) == 10 + 3 * 3  # T * top_k + E * (block_m - 1)
+    short = grouped.routing(dataclasses.replace(case, groups=dataclasses.replace(case.groups, shortcut=True)), 4)
+    assert len(short.sorted_token_ids) == short.num_tokens_post_padded < len(r.sorted_token_ids)
+
+
+def test_ragged_group_sizes_follow_m_when_a_case_is_resized():
+    from gemm_fuzz.properties.model import strategies
+
+    ragged = kernels.get("ragged")
+    case = GemmCase(9, 2, 2, "fp16", "fp16", groups=Groups(3, sizes=(4, 0, 5)))
+    assert strategies.resized(case, ragged, M=6).groups.sizes == (4, 0, 2)
+    assert strategies.resized(case, ragged, M=3).groups.sizes == (3, 0, 0)
+    assert strategies.resized(case, ragged, M=12).groups.sizes == (4, 0, 8)
+    with pytest.raises(ValueError, match="cover 8 rows, not M = 9"):
+        GemmCase(9, 2, 2, "fp16", "fp16", groups=Groups(2, sizes=(4, 4)))
+
+
+@pytest.mark.parametrize("name, case", [
+    ("ragged", GemmCase(21, 17, 19, "fp16", "fp16", b=Layout("col", batch_gap=3), groups=Groups(4, sizes=(3, 0, 17, 1)),
+                        profile="uniform", seed=3)),
+    ("fused_moe", GemmCase(7, 17, 19, "fp16", "fp32", groups=Groups(4, top_k=2, local=(0, 3)), profile="uniform",
+                           seed=1)),
+])
+def test_a_right_grouped_kernel_passes_its_reference_relations_and_the_loop_of_2d_problems(backend, name, case):
+    variant = kernels.get(name)
+    observed, ops, verdict = judged(variant, case, backend)
+    first = relations.observed(verdict)
+    run = lambda v, o: launch(v, o, backend)  # noqa: E731
+    grouped_relations.relabel(variant, run, ops, first)
+    grouped_relations.pad_k(variant, run, ops, first, extra=5)
+    agreement.judge({name: first, grouped_loop.NAME: grouped_loop.run(ops, backend)})
+
+
+def _last_expert_reads_the_first():
+    """fused_moe with expert 2's weights taken from expert 0 (an off-by-one in a bound check)."""
+    line = "    expert = tl.load(expert_ids_ptr + pid_m).to(tl.int64)\n"
+    edit = Edit(line, line + "    expert = tl.where(expert == 2, 0, expert)\n")
+    (variant,) = [v for v in mutants.plant(importlib.import_module("gemm_fuzz.kernels.fused_moe"), (edit,),
+                                           "moe_last_expert_reads_first") if v.name == "fused_moe"]
+    return dataclasses.replace(variant, name="moe_last_expert_reads_first")
+
+
+def _unjudged_run(variant, case, backend) -> relations.Run:
+    """The kernel's C on the case (memory oracles only) and what a correct kernel may store there."""
+    ops = grouped.materialize(case, backend.device, variant.operation_in(backend.device.type, torch.float16))
+    launch(variant, ops, backend)
+    oracles.memory(ops)
+    allow, got = oracles.outputs(ops, variant.precision, None)["C"]
+    return ops, relations.Run(got, allow)
+
+
+def test_relabelling_the_experts_and_the_loop_of_2d_problems_each_catch_a_kernel_that_mistreats_one_expert(backend):
+    wrong = _last_expert_reads_the_first()
+    case = GemmCase(3, 3, 4, "fp16", "fp16", groups=Groups(3, top_k=3, route="all"), profile="small_ints", seed=2)
+    ops, first = _unjudged_run(wrong, case, backend)
+    with pytest.raises(ValueOutOfBound, match="expert e renamed E - 1 - e"):
+        grouped_relations.relabel(wrong, lambda v, o: launch(v, o, backend), ops, first)
+    with pytest.raises(ValueOutOfBound, match="no majority|differ from the majority"):
+        agreement.judge({"wrong": first, grouped_loop.NAME: grouped_loop.run(ops, backend)}, "wrong")
+
+
+def test_visiting_the_tiles_in_another_order_is_not_a_bug(backend):
+    """The control: fused_moe with its programs mapped to tiles in reverse order (each tile still once)
+    passes the search that catches every grouped mutant."""
+    control = mutants.Mutant(
+        name="moe_tiles_in_reverse_order", parent="fused_moe",
+        edits=(Edit("    pid = tl.program_id(0)\n", "    pid = tl.num_programs(0) - 1 - tl.program_id(0)\n"),),
+        bug="none: the tiles visited in reverse order", dtype="fp16", smallest=dict(M=1, N=1, K=1), why="-",
+        caught_as="-")
+    found = mutation.hunt(control, backend)
+    assert not found.caught, found.message
+    assert found.examples >= mutation.ci_settings().max_examples, found.examples
+
+
+@triton.jit
+def _rows_wrapped_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm,
+                         stride_cn, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    # tutorial 03's `% M` on the rows, kept for the store, masked by columns only: rows past M store again
+    # into rows the tile already holds, with the same values
+    offs_m = (tl.program_id(0) * BM + tl.arange(0, BM)) % M
+    offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        kk = k * BK + offs_k
+        a = tl.load(a_ptr + offs_m[:, None] * stride_am + kk[None, :] * stride_ak, mask=kk[None, :] < K, other=0.0)
+        b = tl.load(b_ptr + kk[:, None] * stride_bk + offs_n[None, :] * stride_bn,
+                    mask=(kk[:, None] < K) & (offs_n[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn, acc.to(c_ptr.dtype.element_ty),
+             mask=offs_n[None, :] < N)
+
+
+def _rows_wrapped(a, b, c):
+    M, K = a.shape
+    N = b.shape[1]
+    _rows_wrapped_kernel[(triton.cdiv(M, 16), triton.cdiv(N, 16))](
+        a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+        BM=16, BN=16, BK=16)
+
+
+def _variant(duplicate_stores: bool):
+    contract = Contract(blocks=(16, 16, 16), duplicate_stores=duplicate_stores)
+    return contract.variant(f"rows_wrapped_{duplicate_stores}",
+                            lambda a, b, c, config=None, **extras: _rows_wrapped(a, b, c), (), "test", "")
+
+
+@pytest.mark.interpreter
+def test_two_lanes_storing_one_element_are_reported_unless_the_contract_allows_them(backend):
+    case = GemmCase(3, 5, 4, "fp16", "fp16", profile="small_ints")
+    with pytest.raises(DuplicateStore, match=r"duplicate-lane store in kernel '_rows_wrapped_kernel' at test_grouped"
+                                             r".py:\d+, program id \(0, 0, 0\): lanes \[0, 0\] and \[3, 0\]"):
+        judged(_variant(False), case, backend)
+    observed, _, verdict = judged(_variant(True), case, backend)  # declared: the values are right
+    assert verdict.exact
+
+
+@pytest.mark.interpreter
+def test_atomics_to_one_element_from_several_lanes_are_not_duplicate_stores(backend):
+    split_k = kernels.get("split_k")
+    observed, _, verdict = judged(split_k, GemmCase(17, 9, 40, "fp32", "fp32"), backend)
+    assert verdict is not None
+
+
+def test_grouped_values_are_each_groups_own_problem():
+    case = GemmCase(4, 3, 2, "fp16", "fp16", groups=Groups(2, sizes=(1, 3)), profile="uniform", seed=5)
+    a, b = grouped.values(case, kernels.get("ragged").operation)
+    assert a.shape == (4, 2) and b.shape == (2, 2, 3) and not np.array_equal(b[0], b[1])
