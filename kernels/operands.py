@@ -268,7 +268,7 @@ def _check_grouped(variant: Variant, a, b, c, extras: dict) -> tuple[int, int, i
             w = extras["topk_weights"]
             _check_tensor("topk_weights", w, "T x top_k")
             if tuple(w.shape) != (M, top_k) or w.dtype != torch.float32:
-                raise ValueError(f"topk_weights is {_dtype_name(w.dtype)} {tuple(w.shape)}; expected fp32 {(M, top_k)}")
+                raise ValueError(f"topk_weights is {_dtype_name(w.dtype)} {tuple(w.shape)}; expected float32 {(M, top_k)}")
             tensors["topk_weights"] = w
     _check_machine(variant, tensors)
     if has_internal_overlap(c):

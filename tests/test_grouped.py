@@ -180,3 +180,48 @@ def test_grouped_values_are_each_groups_own_problem():
     case = GemmCase(4, 3, 2, "fp16", "fp16", groups=Groups(2, sizes=(1, 3)), profile="uniform", seed=5)
     a, b = grouped.values(case, kernels.get("ragged").operation)
     assert a.shape == (4, 2) and b.shape == (2, 2, 3) and not np.array_equal(b[0], b[1])
+
+
+def _moe_operands(device, t=3, k=5, n=6, experts=2, top_k=2):
+    a = torch.ones((t, k), dtype=torch.float16, device=device)
+    b = torch.ones((experts, k, n), dtype=torch.float16, device=device)
+    c = torch.full((t * top_k, n), float("nan"), dtype=torch.float16, device=device)
+    moe = kernels.get("fused_moe")
+    r = grouped.routing(GemmCase(t, n, k, "fp16", "fp16", groups=Groups(experts, top_k=top_k)),
+                        moe.operation_in(device.type, torch.float16).block_m)
+    extras = dict(sorted_token_ids=torch.tensor(r.sorted_token_ids, dtype=torch.int32, device=device),
+                  expert_ids=torch.tensor(r.expert_ids, dtype=torch.int32, device=device),
+                  num_tokens_post_padded=torch.tensor([r.num_tokens_post_padded], dtype=torch.int32, device=device),
+                  topk_weights=torch.ones((t, top_k), dtype=torch.float32, device=device), top_k=top_k)
+    return a, b, c, extras
+
+
+@pytest.mark.parametrize("change, error, message", [
+    (lambda a, b, c, x: (a[None], b, c, x), ValueError, r"A must be 2-D \(T x K\)"),
+    (lambda a, b, c, x: (a, b[0], c, x), ValueError, r"B must be 3-D \(G x K x N\)"),
+    (lambda a, b, c, x: (a, b[:, :4], c, x), ValueError, r"B has 4 rows a group but A has 5 columns"),
+    (lambda a, b, c, x: (a, b, c[:5], x), ValueError, r"C has shape \(5, 6\); expected \(6, 6\) \(T \* top_k"),
+    (lambda a, b, c, x: (a, b, c, {**x, "expert_ids": x["expert_ids"].long()}), TypeError,
+     "expert_ids has dtype int64; expected int32"),
+    (lambda a, b, c, x: (a, b, c, {**x, "top_k": 2.0}), TypeError, "top_k must be a positive int"),
+    (lambda a, b, c, x: (a, b, c, {k: v for k, v in x.items() if k != "expert_ids"}), TypeError,
+     "missing extra.s. expert_ids"),
+    (lambda a, b, c, x: (a, b, c, {**x, "topk_weights": x["topk_weights"].half()}), ValueError,
+     r"topk_weights is float16 \(3, 2\); expected float32 \(3, 2\)"),
+    (lambda a, b, c, x: (a, b, a, x), ValueError, r"C has shape \(3, 5\)"),
+])
+def test_a_moe_launcher_refuses_bad_operands_writing_nothing(backend, change, error, message):
+    a, b, c, extras = change(*_moe_operands(backend.device))
+    before = c.clone()
+    with pytest.raises(error, match=message):
+        kernels.get("fused_moe").launch(a, b, c, **extras)
+    assert torch.equal(torch.isnan(before), torch.isnan(c))
+
+
+def test_a_ragged_launcher_refuses_a_group_index_of_the_wrong_length(backend):
+    a = torch.ones((4, 5), dtype=torch.float16, device=backend.device)
+    b = torch.ones((2, 5, 6), dtype=torch.float16, device=backend.device)
+    c = torch.full((4, 6), float("nan"), dtype=torch.float16, device=backend.device)
+    with pytest.raises(ValueError, match="group_index has 3 entries; expected 2"):
+        kernels.get("ragged").launch(a, b, c, group_index=torch.tensor([1, 1, 2], dtype=torch.int32))
+    assert torch.isnan(c).all()
