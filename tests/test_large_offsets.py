@@ -97,15 +97,16 @@ def _token_tier(variant):
 
 
 def _expert_tier(variant):
-    """Expert 1's weights start at element K * N = 2**31 + 16 * K of B (8.6 GB fp16); one token routed to it."""
-    n = 2**31 // 1024 + 16
+    """An expert stride below 2**31 (K * N = 2**30 + 16 * K: it is passed as an int32) whose multiple by
+    expert 2 passes it (B 6.4 GB fp16); one token routed to expert 2."""
+    n = 2**30 // 1024 + 16
     g = torch.Generator().manual_seed(1)
-    b = torch.zeros((2, 1024, n), dtype=torch.float16, device="cuda")
-    b[1, :, -16:] = torch.randint(-4, 5, (1024, 16), generator=g).to(torch.float16).cuda()
+    b = torch.zeros((3, 1024, n), dtype=torch.float16, device="cuda")
+    b[2, :, -16:] = torch.randint(-4, 5, (1024, 16), generator=g).to(torch.float16).cuda()
     a = torch.randint(-4, 5, (1, 1024), generator=g).to(torch.float16).cuda()
     c = torch.full((1, n), float("nan"), dtype=torch.float16, device="cuda")
-    _moe_launch(variant, a, b, c, np.array([[1]]))
-    want = (a.double() @ b[1, :, -16:].double()).half().double()
+    _moe_launch(variant, a, b, c, np.array([[2]]))
+    want = (a.double() @ b[2, :, -16:].double()).half().double()
     return torch.equal(c[:, -16:].double(), want) and not c[:, :-16].any().item()
 
 

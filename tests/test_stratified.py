@@ -12,6 +12,7 @@ from gemm_fuzz.properties.launch import targets
 from gemm_fuzz.properties.model import stratified
 from gemm_fuzz.properties.model.cases import materialize
 from gemm_fuzz.properties.report import reached
+from gemm_fuzz.reference.formats import by_name
 
 TARGETS = [pytest.param(t, id=t.id) for t in targets.targets(kernels.variants())]
 
@@ -28,7 +29,7 @@ def test_the_stratified_cases_reach_what_the_strategies_can(subject):
         assert expected <= found, sorted(expected - found)
         assert cases[0] == stratified.strategies.simplest_case(variant, 1, 1, 1, dtype)  # the plainest first
         for case in cases:
-            ops = materialize(case, "cpu", variant.operation)
+            ops = materialize(case, "cpu", variant.operation_in("cpu", by_name(dtype).dtype, case.config))
             operands.check(variant, ops.a.view, ops.b.view, ops.c.view, ops.keywords())  # a case the launcher takes
 
 

@@ -204,6 +204,18 @@ class Groups:
     def routed(self) -> bool:
         return self.top_k > 0
 
+    def covering(self, m: int) -> Groups:
+        """Ragged groups covering m rows: the last group grown, or the groups cut from the end."""
+        if self.routed or m == sum(self.sizes):
+            return self
+        if m > sum(self.sizes):
+            return replace(self, sizes=(*self.sizes[:-1], self.sizes[-1] + m - sum(self.sizes)))
+        kept, left = [], m
+        for size in self.sizes:
+            kept.append(min(size, left))
+            left -= kept[-1]
+        return replace(self, sizes=tuple(kept))
+
     def local_experts(self) -> np.ndarray:
         local = np.zeros(self.count, dtype=bool)
         lo, hi = self.local if self.local != (0, 0) else (0, self.count)

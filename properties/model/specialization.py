@@ -146,7 +146,9 @@ def fit(case: GemmCase, entry: Classes, variant: Variant, device_type: str, tops
     layouts = {name: _batch_kept(getattr(case, name), _fit_layout(getattr(case, name), getattr(entry, name),
                                                                    variant, name, *shapes[name]))
                for name in "abc"}
-    return replace(case, M=m, N=n, K=k, out_dtype=out, config=tuple(space[index].items()) if index else (), **layouts)
+    groups = case.groups.covering(m) if case.groups is not None else None  # ragged groups cover the new M
+    return replace(case, M=m, N=n, K=k, out_dtype=out, config=tuple(space[index].items()) if index else (),
+                   groups=groups, **layouts)
 
 
 def _batch_kept(drawn: Layout, fitted: Layout) -> Layout:

@@ -258,24 +258,11 @@ def _plain_epilogue(epilogue: Epilogue | None, variant: Variant, case: GemmCase)
 def resized(case: GemmCase, variant: Variant, **dims: int) -> GemmCase:
     """`case` with other dimensions; layouts that were plain stay plain (their alignment padding redone);
     ragged groups gain or lose the rows from the end (the last groups)."""
-    groups = case.groups
-    if groups is not None and not groups.routed and "M" in dims:
-        groups = replace(groups, sizes=_rows_from_the_end(groups.sizes, dims["M"]))
+    groups = case.groups.covering(dims.get("M", case.M)) if case.groups is not None else None
     new = replace(case, **dims, groups=groups)
     plain = [o for o, lay in (("a", case.a), ("b", case.b), ("c", case.c))
              if lay == plain_layout(variant, o, *_shape(case, o, variant))]
     return _plain_layouts(new, variant, "".join(plain)) if plain else new
-
-
-def _rows_from_the_end(sizes: tuple[int, ...], m: int) -> tuple[int, ...]:
-    """Group sizes covering m rows: the last group grown, or the groups cut from the end."""
-    if m >= sum(sizes):
-        return (*sizes[:-1], sizes[-1] + m - sum(sizes))
-    kept, left = [], m
-    for size in sizes:
-        kept.append(min(size, left))
-        left -= kept[-1]
-    return tuple(kept)
 
 
 def _shape(case: GemmCase, operand: str, variant: Variant | None = None) -> tuple[int, int, str]:
