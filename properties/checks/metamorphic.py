@@ -95,6 +95,8 @@ class Metamorphic(Check):
         for case in strategies.pool_cases(variant, target.dtype, device_type=backend.device.type,
                                           max_dim=backend.max_dim):
             params = gpu_relations(case, bool(variant.requirements.contiguous))
+            if variant.operation.grouped:  # its relations relabel groups (same shapes) and pad K
+                params = {"pad": params["pad"]}
             plans += [(variant, c) for c in (case, *relations.problems(variant, case, params))]
         return plans
 
