@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gemm_fuzz.properties.model.routing import DISTRIBUTIONS, router_outputs, topk_ids
+from gemm_fuzz.properties.model.routing import DISTRIBUTIONS, topk_ids, weights
 from gemm_fuzz.reference import routing
 
 
@@ -27,6 +27,26 @@ def _fused_moe_loop(a, w, r: routing.Routing, weighted: bool) -> np.ndarray:
             row = a[slot // r.top_k] @ w[expert]
             out[slot] = row * r.topk_weights.reshape(-1)[slot] if weighted else row
     return out
+
+
+@st.composite
+def router_outputs(draw, max_tokens: int = 40, max_experts: int = 9):
+    """(topk_ids, topk_weights, experts, local): a router's choices, their weights, and the experts this
+    rank holds under expert parallelism (all of them, or a contiguous share)."""
+    experts = draw(st.integers(1, max_experts))
+    distribution = draw(st.sampled_from(DISTRIBUTIONS))
+    top_k = experts if distribution == "all" else draw(st.integers(1, min(experts, 4)))
+    tokens = draw(st.integers(0, max_tokens))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    ids = topk_ids(rng, tokens, experts, top_k, distribution)
+    drawn = weights(rng, ids.shape)
+    local = np.ones(experts, dtype=bool)
+    if draw(st.booleans()):  # expert parallelism: this rank holds experts [lo, hi)
+        lo = draw(st.integers(0, experts - 1))
+        hi = draw(st.integers(lo + 1, experts))
+        local[:] = False
+        local[lo:hi] = True
+    return ids, drawn, experts, local
 
 
 @settings(max_examples=150, deadline=None, database=None)

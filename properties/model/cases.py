@@ -22,6 +22,7 @@ import torch
 from gemm_fuzz.kernels.operation import PLAIN, Operation
 from gemm_fuzz.properties import phases
 from gemm_fuzz.properties.model import profiles
+from gemm_fuzz.properties.model.routing import DISTRIBUTIONS as ROUTES
 from gemm_fuzz.reference import bounds
 from gemm_fuzz.reference.formats import UINT8, Format, by_name, name_of
 
@@ -166,7 +167,6 @@ class Epilogue:
         return cls(**data)
 
 
-ROUTES = ("uniform", "one", "skewed", "all", "repeated")  # properties/model/routing.py draws them
 
 
 @dataclass(frozen=True)

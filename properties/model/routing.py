@@ -1,4 +1,4 @@
-"""Router outputs to draw routed MoE cases from (reference/routing.py builds the kernel's metadata from them):
+"""Router outputs for routed MoE cases (properties/model/grouped.py aligns them into the kernel's metadata):
 which experts each token goes to, aimed at where MoE kernels break. Distributions:
 
   uniform   each token's top_k distinct experts at random
@@ -11,7 +11,6 @@ which experts each token goes to, aimed at where MoE kernels break. Distribution
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import strategies as st
 
 DISTRIBUTIONS = ("uniform", "one", "skewed", "all", "repeated")
 
@@ -36,23 +35,3 @@ def topk_ids(rng: np.random.Generator, tokens: int, experts: int, top_k: int, di
 def weights(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
     """Router weights (a softmax's top_k probabilities) in (0, 1], exactly fp32 values, as kernels read them."""
     return rng.uniform(0.0, 1.0, size=shape).astype(np.float32).astype(np.float64)
-
-
-@st.composite
-def router_outputs(draw, max_tokens: int = 40, max_experts: int = 9):
-    """(topk_ids, topk_weights, experts, local): a router's choices, their weights, and the experts this
-    rank holds under expert parallelism (all of them, or a contiguous share)."""
-    experts = draw(st.integers(1, max_experts))
-    distribution = draw(st.sampled_from(DISTRIBUTIONS))
-    top_k = experts if distribution == "all" else draw(st.integers(1, min(experts, 4)))
-    tokens = draw(st.integers(0, max_tokens))
-    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
-    ids = topk_ids(rng, tokens, experts, top_k, distribution)
-    drawn = weights(rng, ids.shape)
-    local = np.ones(experts, dtype=bool)
-    if draw(st.booleans()):  # expert parallelism: this rank holds experts [lo, hi)
-        lo = draw(st.integers(0, experts - 1))
-        hi = draw(st.integers(lo + 1, experts))
-        local[:] = False
-        local[lo:hi] = True
-    return ids, drawn, experts, local
