@@ -2,6 +2,7 @@
 
     gemm-fuzz --budget 10m [--backend auto] [--dtype fp16] [--variant 'tiled*'] [--kernel my.py:matmul]
               [--workers N] [--database DIR | redis://HOST:PORT]
+    gemm-fuzz --watch my.py:matmul [--backend auto] [-- PYTEST ARGS]     (properties/watch.py)
 
 The budget is shared evenly among the targets (what one target overruns, the later ones give up).
 Each target runs at least one example, then stops at its deadline; a failure found before it is
@@ -215,6 +216,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--database", default=".hypothesis/campaign",
                         help="the example database: a directory (default .hypothesis/campaign), or redis://HOST:PORT "
                              "to share failures between hosts")
+    parser.add_argument("--watch", metavar="PATH.py:FUNC",
+                        help="rerun the battery on your kernel each time its file is saved, in a warm process "
+                             "(pytest arguments after --)")
     parser.add_argument("--target", action="append", help=argparse.SUPPRESS)  # a child's share, by target id
     parser.add_argument("--until", type=float, help=argparse.SUPPRESS)  # a child's deadline (epoch seconds)
     return parser
@@ -255,7 +259,15 @@ def main(argv: list[str] | None = None) -> int:
     children.die_with_parent()  # a fleet's child campaign ends with its parent (properties/run/children.py)
     parser = _parser()
     argv = sys.argv[1:] if argv is None else list(argv)
+    passed = argv[argv.index("--") + 1:] if "--" in argv else []
+    argv = argv[:argv.index("--")] if "--" in argv else argv
     args = parser.parse_args(argv)
+    if args.watch:
+        from gemm_fuzz.properties import watch
+
+        return watch.watch(args.watch, args.backend, passed)
+    if passed:
+        parser.error("arguments after -- go to pytest, with --watch only")
     if args.timeout <= 0:
         parser.error(f"--timeout must be positive, got {args.timeout}")
     if args.workers is not None and args.workers < 1:
