@@ -69,6 +69,8 @@ class Contract:
             raise ValueError(f"contract: requires={self.requires!r}; expected gemm_fuzz.kernels.Requirements(...)")
         if not isinstance(self.operation, Operation):
             raise ValueError(f"contract: operation={self.operation!r}; expected gemm_fuzz.kernels.Operation(...)")
+        if not isinstance(self.duplicate_stores, bool):
+            raise ValueError(f"contract: duplicate_stores={self.duplicate_stores!r}; expected True or False")
         named = ("a", "b", "c", *(e for e in self.operation.extras() if e not in ("alpha", "beta")))
         unknown = set(self.requires.contiguous) - set(named)
         if unknown:

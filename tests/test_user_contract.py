@@ -36,6 +36,7 @@ def _user(name: str):
     (dict(blocks=(64, 64)), "blocks=(64, 64); expected (BM, BN, BK)"),
     (dict(requires=Requirements(contiguous=("x",))), "names x; the operands are 'a', 'b', 'c'"),
     (dict(partial_sums_in_output=4, deterministic=True), "deterministic=True with partial_sums_in_output"),
+    (dict(duplicate_stores="yes"), "duplicate_stores='yes'; expected True or False"),
     (dict(block_shape=(16, 16, 16)), "no field block_shape; the fields are dtypes, precision, blocks"),
 ])
 def test_a_wrong_contract_fails_where_it_is_declared_saying_what_is_expected(declared, message):
