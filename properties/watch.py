@@ -61,8 +61,8 @@ def _stamp(files: list[Path]) -> tuple:
 
 
 def serve(spec: str, backend: str, report: Path, extra: list[str]) -> int:
-    """The waiting process: warm up, wait for a line on stdin, run the battery once, report the files the
-    kernel loaded, exit with pytest's status."""
+    """The waiting process: warm up (the battery's modules import what pytest's plugin needs), wait for a
+    line on stdin, run the battery once, report the files the kernel loaded, exit with pytest's status."""
     import hypothesis  # noqa: F401
     import pytest
 
@@ -76,7 +76,6 @@ def serve(spec: str, backend: str, report: Path, extra: list[str]) -> int:
     import gemm_fuzz.properties.battery.test_agreement  # noqa: F401
     import gemm_fuzz.properties.battery.test_metamorphic  # noqa: F401
     import gemm_fuzz.properties.battery.test_properties  # noqa: F401
-    import gemm_fuzz.properties.plugin  # noqa: F401
 
     if not sys.stdin.readline():  # the watch ended before this run was needed
         return 0

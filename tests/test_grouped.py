@@ -16,9 +16,10 @@ from gemm_fuzz import kernels
 from gemm_fuzz.kernels import Operation, mutants
 from gemm_fuzz.kernels.contracts import Contract
 from gemm_fuzz.kernels.mutants import Edit
+from gemm_fuzz.properties.checks import grouped_loop
 from gemm_fuzz.properties.checks.reference import judged
 from gemm_fuzz.properties.evaluation import mutation
-from gemm_fuzz.properties.judge import agreement, grouped_loop, grouped_relations, oracles, relations
+from gemm_fuzz.properties.judge import agreement, grouped_relations, oracles, relations
 from gemm_fuzz.properties.judge.failures import DuplicateStore, ValueOutOfBound
 from gemm_fuzz.properties.launch.launching import launch
 from gemm_fuzz.properties.model import grouped

@@ -22,9 +22,10 @@ from hypothesis import strategies as st
 
 from gemm_fuzz import kernels
 from gemm_fuzz.kernels.operation import PLAIN, Operation
+from gemm_fuzz.properties.checks import grouped_loop
 from gemm_fuzz.properties.checks.check import Check
 from gemm_fuzz.properties.checks.example import Example, Observation
-from gemm_fuzz.properties.judge import agreement, grouped_loop, oracles, relations
+from gemm_fuzz.properties.judge import agreement, oracles, relations
 from gemm_fuzz.properties.judge.failures import GemmFailure
 from gemm_fuzz.properties.launch import ahead
 from gemm_fuzz.properties.launch.launching import accepts, launch
