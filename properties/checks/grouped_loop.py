@@ -37,33 +37,21 @@ def run(ops: Operands, backend) -> relations.Run:
     fin, fout = by_name(case.dtype), by_name(case.out_dtype)
     weighted = ops.operation.routed_weight
     n = ops.c.view.shape[-1]
-    if case.groups.routed:
-        r = grouped.routing(case, ops.operation.block_m)
-        experts = r.topk_ids.reshape(-1)
-        rows = {e: np.flatnonzero(experts == e) for e in np.unique(experts)}
-        local = {e: bool(r.local[e]) for e in rows}
-        gathered = {e: a[slots // r.top_k] for e, slots in rows.items()}
-        total = r.slots
-    else:
-        starts = np.concatenate([[0], np.cumsum(case.groups.sizes)]).astype(int)
-        rows = {g: np.arange(starts[g], starts[g + 1]) for g in range(case.groups.count) if starts[g + 1] > starts[g]}
-        local = {g: True for g in rows}
-        gathered = {g: a[index] for g, index in rows.items()}
-        total = case.M
+    found, total = grouped.group_rows(case, ops.operation.block_m)
     c = np.zeros((total, n))
     parts = []
-    for g, index in rows.items():
-        if not local[g]:
-            parts.append((index, stacking.zeros(len(index), n)))
+    for g in found:
+        if not g.local:
+            parts.append((g.c_rows, stacking.zeros(len(g.c_rows), n)))
             continue
-        found = relations.solve(loop, lambda v, o: launch(v, o, backend), gathered[g], b[g], (ROW, ROW, ROW), fin,
-                                by_name("fp32") if weighted else fout, ops.c.view.device)
+        solved = relations.solve(loop, lambda v, o: launch(v, o, backend), a[g.a_rows], b[g.group], (ROW, ROW, ROW),
+                                 fin, by_name("fp32") if weighted else fout, ops.c.view.device)
         if weighted:  # fl32(w * s), then C's rounding
-            scaled = found.c.astype(np.float32) * r.topk_weights.reshape(-1)[index, None].astype(np.float32)
-            c[index] = torch.from_numpy(scaled).to(fout.dtype).double().numpy()
+            scaled = solved.c.astype(np.float32) * g.weights[:, None].astype(np.float32)
+            c[g.c_rows] = torch.from_numpy(scaled).to(fout.dtype).double().numpy()
         else:
-            c[index] = found.c
-        parts.append((index, found.allowance))
+            c[g.c_rows] = solved.c
+        parts.append((g.c_rows, solved.allowance))
     if weighted:
         return relations.Run(c, oracles.allowances(ops, loop.precision, None)["C"])
     return relations.Run(c, stacking.stacked(parts, total, n))

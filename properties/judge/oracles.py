@@ -164,26 +164,18 @@ def _grouped_allowance(ops: Operands, arith: bounds.Arithmetic, out) -> bounds.A
     """Each group's rows as the 2-D product they are (reference/grouped.py), from the case's groups."""
     from gemm_fuzz.properties.model import grouped as groups_of
 
-    case, a, b = ops.case, ops.a.view, ops.b.view
+    a, b, op = ops.a.view, ops.b.view, ops.operation
     n = ops.c.view.shape[-1]
+    found, rows = groups_of.group_rows(ops.case, op.block_m)
     parts = []
-    if not case.groups.routed:
-        starts = np.concatenate([[0], np.cumsum(case.groups.sizes)])
-        for g, (lo, hi) in enumerate(zip(starts[:-1], starts[1:])):
-            if hi > lo:
-                parts.append((np.arange(lo, hi), grouped.group_allowance(a[lo:hi], b[g], arith, out, ops.operation)))
-        return grouped.stacked(parts, ops.c.view.shape[0], n)
-    routing = groups_of.routing(case, ops.operation.block_m)
-    experts, weights = routing.topk_ids.reshape(-1), routing.topk_weights.reshape(-1)
-    for e in np.unique(experts):
-        slots = np.flatnonzero(experts == e)
-        if not routing.local[e]:
-            parts.append((slots, grouped.zeros(len(slots), n)))
+    for g in found:
+        if not g.local:
+            parts.append((g.c_rows, grouped.zeros(len(g.c_rows), n)))
             continue
-        tokens = torch.as_tensor(slots // routing.top_k, device=a.device)
-        parts.append((slots, grouped.group_allowance(a.index_select(0, tokens), b[e], arith, out, ops.operation,
-                                                     weights[slots] if ops.operation.routed_weight else None)))
-    return grouped.stacked(parts, routing.slots, n)
+        tokens = torch.as_tensor(g.a_rows, device=a.device)
+        parts.append((g.c_rows, grouped.group_allowance(a.index_select(0, tokens), b[g.group], arith, out, op,
+                                                        g.weights if op.routed_weight else None)))
+    return grouped.stacked(parts, rows, n)
 
 
 def _scales(ops: Operands) -> dict[str, torch.Tensor]:

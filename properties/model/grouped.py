@@ -13,6 +13,8 @@ sanitizer names it), a write to it is a changed input.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 
@@ -44,6 +46,35 @@ def routing(case: GemmCase, block_m: int) -> aligned.Routing:
     in_use = aligned.align(ids, g.count, block_m).num_tokens_post_padded
     length = in_use if g.shortcut else None
     return aligned.align(ids, g.count, block_m, weights, g.local_experts(), length)
+
+
+@dataclass(frozen=True)
+class GroupRows:
+    """One group with rows: its index (expert), C's rows, A's rows (tokens, routed), whether it is local,
+    and its rows' router weights (routed; None for ragged groups)."""
+
+    group: int
+    c_rows: np.ndarray
+    a_rows: np.ndarray
+    local: bool
+    weights: np.ndarray | None
+
+
+def group_rows(case: GemmCase, block_m: int | None) -> tuple[list[GroupRows], int]:
+    """Every group with rows, in order, and C's row count: how the reference and the loop of 2-D problems
+    split a grouped case."""
+    if not case.groups.routed:
+        starts = np.concatenate([[0], np.cumsum(case.groups.sizes)]).astype(int)
+        found = [GroupRows(g, np.arange(lo, hi), np.arange(lo, hi), True, None)
+                 for g, (lo, hi) in enumerate(zip(starts[:-1], starts[1:])) if hi > lo]
+        return found, case.M
+    r = routing(case, block_m)
+    experts, weights = r.topk_ids.reshape(-1), r.topk_weights.reshape(-1)
+    found = []
+    for e in np.unique(experts):
+        slots = np.flatnonzero(experts == e)
+        found.append(GroupRows(int(e), slots, slots // r.top_k, bool(r.local[e]), weights[slots]))
+    return found, r.slots
 
 
 def group_index(sizes: tuple[int, ...], form: str) -> np.ndarray:
