@@ -12,10 +12,9 @@ RIGHT = ("vllm_fused_moe", "fbgemm_grouped_gemm", "grouped_mm_offs", "liger_moe_
 CAUGHT = {
     "vllm_fused_moe_no_expert_parallel": ("out-of-bounds access",
                                           "1x1x1 fp16->fp16 * experts=2 top_k=1 route=uniform local=1:2"),
-    # group 1 read at 1 * K * N past a stepped B; shrinking ends with group 0 empty or of one row (both
-    # local minima were seen: which one depends on how far the time-bounded simplification gets)
+    # group 1 read at 1 * K * N past a stepped B: group 0 emptied, group 1 of one row
     "fbgemm_grouped_gemm_contiguous_b": ("out-of-bounds access",
-                                         "[12]x1x2 fp16->fp16 A:row B:row*step2* groups=[01],1"),
+                                         "1x1x2 fp16->fp16 A:row B:row/step2 C:row ones seed=0 groups=0,1"),
     "grouped_mm_offs_first_start_unguarded": ("out-of-bounds access", "1x1x1 fp16->fp16 * groups=1"),
     "liger_moe_swiglu_halves_swapped": ("value out of bound", "1x2x2 fp16->fp16 * experts=1 top_k=1 route=uniform"),
 }

@@ -409,9 +409,9 @@ def plainer_groups(variant: Variant) -> list:
                        groups=replace(case.groups, count=len(sizes), sizes=tuple(sizes)))
 
     if variant.operation.grouped == "ragged":
-        def each(g, rows):
+        def each(g, rows):  # group g emptied or cut to one row, never grown
             return lambda case: (sized(case, case.groups.sizes[:g] + (rows,) + case.groups.sizes[g + 1:])
-                                 if g < case.groups.count else case)
+                                 if g < case.groups.count and rows < case.groups.sizes[g] else case)
         return [packed, lambda case: sized(case, case.groups.sizes[:-1]) if case.groups.count > 1 else case,
                 *[each(g, rows) for g in range(max(GROUP_COUNTS)) for rows in (0, 1)]]
 

@@ -49,6 +49,7 @@ from gemm_fuzz.reference.formats import by_name
 MODES = ("process", "worker", "sanitize", "racecheck")
 # the compute-sanitizer tool each GPU-only mode runs its worker under
 SANITIZER = {"sanitize": "memcheck", "racecheck": "racecheck"}
+SIMPLIFY_TRIES = 200  # distinct cases a failure's simplification may run (its runs are cached by case)
 
 
 class OutOfTime(BaseException):
@@ -466,33 +467,43 @@ class PropertyRun:
         """Try plainer cases directly, keeping each that still fails the same way (a wrong value stays a
         wrong value, bit-exact or not; any other failure keeps its kind): plain layouts, `ones`, seed 0,
         the default output dtype, then each dimension bisected down to the smallest value that still
-        fails; again until nothing changes (a smaller case may take a plainer profile). Bounded in time."""
+        fails; again until nothing changes (a smaller case may take a plainer profile). Bounded by a count
+        of tries, so that the case it reaches does not depend on the machine's speed or load; time (the
+        shrink budget, the campaign's deadline) only stops a simplification whose runs are slow."""
         from gemm_fuzz.properties.model import strategies
 
         resolved = variant or _safe_resolve(example.variant or example.parameters.get("peers", ("",))[0])
         if resolved is None:
             return example, failure
-        until = time.monotonic() + max(10.0, self.runner.settings.shrink_seconds / 3)
+        until = time.monotonic() + max(30.0, self.runner.settings.shrink_seconds)
         if self.deadline is not None:
             until = min(until, max(self.deadline, time.monotonic() + 1.0))
         tried: dict[str, GemmFailure | None] = {}
+        taken = {example.key()}  # the cases it moved to: never one again, so two changes cannot cycle
+
+        def spent() -> bool:
+            return len(tried) >= SIMPLIFY_TRIES or time.monotonic() > until
 
         def fails(case) -> GemmFailure | None:
             candidate = dataclasses.replace(example, case=case)
             key = candidate.key()
+            if key in taken or (key not in tried and spent()):
+                return None
             if key not in tried:
                 try:
                     self.runner.run_once(candidate, variant, self.runner.settings.timeout)
                     tried[key] = None
                 except GemmFailure as again:
                     tried[key] = again if _same_kind(again, failure) else None
+            if tried[key] is not None:
+                taken.add(key)
             return tried[key]
 
         case, changed = example.case, True
-        while changed and time.monotonic() <= until:
+        while changed and not spent():
             changed = False
             for simplify in strategies.plainer(resolved):
-                if time.monotonic() > until:
+                if spent():
                     break
                 candidate = simplify(case)
                 found = fails(candidate) if candidate != case else None
@@ -505,7 +516,7 @@ class PropertyRun:
                 sizes = (strategies.batch_sizes(case.batch) if dim == "batch"
                          else range(step, getattr(case, dim) + 1, step))
                 lo, hi = 0, len(sizes) - 1  # sizes[hi] fails
-                while lo < hi and time.monotonic() <= until:
+                while lo < hi and not spent():
                     mid = (lo + hi) // 2
                     candidate = strategies.resized(case, resolved, **{dim: sizes[mid]})
                     found = fails(candidate)
