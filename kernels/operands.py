@@ -177,10 +177,23 @@ def allocate_output(variant: Variant, a, b) -> torch.Tensor:
     return torch.empty((M, N), dtype=variant.dtypes[a.dtype][0], device=a.device)
 
 
+def device_and_dtype(a) -> tuple[str, torch.dtype]:
+    """Where A lives and its dtype (problems: the first problem's, as every problem's is the same)."""
+    first = a[0] if isinstance(a, (list, tuple)) else a
+    return first.device.type, first.dtype
+
+
+def empty(c) -> bool:
+    """C has no element (problems: no problem's C has one)."""
+    return sum(t.numel() for t in c) == 0 if isinstance(c, (list, tuple)) else c.numel() == 0
+
+
 def check(variant: Variant, a, b, c, extras: dict | None = None) -> tuple[int, int, int]:
     """Validate operands for `variant`; return (M, N, K). Raises TypeError or ValueError naming the first
     operand at fault (A, then B, then C, then the extras its operation takes, by keyword)."""
     op = variant.operation
+    if op.grouped == "problems":
+        return _check_problems(variant, a, b, c)
     if op.grouped:
         return _check_grouped(variant, a, b, c, extras or {})
     M, N, K = _check_inputs(variant, a, b)
@@ -215,6 +228,49 @@ def check(variant: Variant, a, b, c, extras: dict | None = None) -> tuple[int, i
     for name, t in tensors.items():
         _check_requirements(variant, name, t)
     return M, N, K
+
+
+def _check_problems(variant: Variant, a, b, c) -> tuple[int, int, int]:
+    """Problems (kernels/operation.py: grouped="problems"): a, b, c lists of G matrices, A[g] (M_g x K_g),
+    B[g] (K_g x N_g), C[g] (M_g x N_g), each with unit column stride; returns (sum of M_g, largest N_g,
+    largest K_g)."""
+    for name, ts in (("a", a), ("b", b), ("c", c)):
+        if not isinstance(ts, (list, tuple)) or not ts:
+            raise TypeError(f"{name} must be a non-empty list of matrices, one a problem (grouped='problems'), got "
+                            f"{type(ts).__name__}")
+    if not len(a) == len(b) == len(c):
+        raise ValueError(f"a, b and c must list one matrix a problem each; got {len(a)}, {len(b)} and {len(c)}")
+    tensors, dims = {}, []
+    for g, (x, y, z) in enumerate(zip(a, b, c)):
+        for name, t, what in ((f"A[{g}]", x, "M x K"), (f"B[{g}]", y, "K x N"), (f"C[{g}]", z, "M x N")):
+            _check_tensor(name, t, what)
+            if t.numel() and t.shape[1] > 1 and t.stride(1) != 1:
+                raise ValueError(f"{name} has strides {t.stride()}; a problem's matrices have unit column stride (a "
+                                 "leading dimension of their own, no column-major or strided columns)")
+            tensors[name] = t
+        (m, k), (k2, n) = x.shape, y.shape
+        if k2 != k:
+            raise ValueError(f"B[{g}] has {k2} rows but A[{g}] has {k} columns: each problem's inner dimensions match")
+        if tuple(z.shape) != (m, n):
+            raise ValueError(f"C[{g}] has shape {tuple(z.shape)}; expected {(m, n)} for A[{g}] {tuple(x.shape)} and "
+                             f"B[{g}] {tuple(y.shape)}")
+        if x.dtype not in variant.dtypes or y.dtype != x.dtype or z.dtype not in variant.dtypes[x.dtype]:
+            raise TypeError(f"problem {g} has A {_dtype_name(x.dtype)}, B {_dtype_name(y.dtype)}, C "
+                            f"{_dtype_name(z.dtype)}; variant {variant.name!r} takes "
+                            + ", ".join(f"{_dtype_name(i)} -> {'/'.join(map(_dtype_name, o))}"
+                                        for i, o in variant.dtypes.items()))
+        dims.append((m, n, k))
+    if len({t.dtype for name, t in tensors.items() if name[0] == "A"}) > 1:
+        raise TypeError("every problem's A must share one dtype")
+    _check_machine(variant, tensors)
+    outputs = [(name, t) for name, t in tensors.items() if name[0] == "C" and t.numel()]
+    for name, t in outputs:
+        for other, u in tensors.items():
+            if other != name and u.numel() and overlaps(t, u):
+                raise ValueError(f"{name} overlaps {other} in memory; an output must not alias another operand")
+    for name, t in tensors.items():
+        _check_requirements(variant, name, t)
+    return sum(m for m, _, _ in dims), max(n for _, n, _ in dims), max(k for _, _, k in dims)
 
 
 def _check_grouped(variant: Variant, a, b, c, extras: dict) -> tuple[int, int, int]:

@@ -72,6 +72,11 @@ any strides (vLLM's (E, N, K) weights are its transpose's view, B.transpose(1, 2
             experts are not local (expert id -1) and their slots' rows must be written as zeros.
 A grouped product may carry its activation, or a gated one (B's groups K x 2N, a fused SwiGLU), applied
 row by row as for a 2-D product.
+  "problems"  G independent problems of their own M, N and K (Triton tutorial 08's grouped GEMM): FUNC
+            receives a, b, c as lists of G matrices, A[g] (M_g x K_g), B[g] (K_g x N_g), C[g] (M_g x N_g),
+            each with unit column stride and its own leading dimension (stride(0) >= its columns), and
+            builds the device arrays of pointers, sizes and leading dimensions its kernel reads. Any of
+            M_g, N_g, K_g may be 0 (such a matrix's data pointer addresses nothing). No activation.
 """
 
 from __future__ import annotations
@@ -87,7 +92,8 @@ ACTIVATIONS = ("relu", "leaky_relu", "gelu", "gelu_tanh", "silu", "sigmoid", "ta
 EXTRAS = ("bias", "c_in", "alpha", "beta", "residual", "pre", "a_scale", "b_scale", "b_zero",
           "group_index", "sorted_token_ids", "expert_ids", "num_tokens_post_padded", "topk_weights", "top_k")
 GROUPINGS = {"ragged": "the rows of A in G consecutive groups, group g times B[g]",
-             "routed": "mixture of experts: each token's top_k experts, vLLM's moe_align_block_size metadata"}
+             "routed": "mixture of experts: each token's top_k experts, vLLM's moe_align_block_size metadata",
+             "problems": "G problems of their own M, N, K as lists of matrices (tutorial 08's pointer arrays)"}
 RAGGED_INDEXES = {"sizes": "G rows a group (FBGEMM's m_sizes)", "ends": "G cumulative ends (torch._grouped_mm's offs)",
                   "starts": "G + 1 offsets from 0"}
 WEIGHTS = ("int4", "int8", "e2m1")  # codes of B other than A's dtype
@@ -238,6 +244,8 @@ class Operation:
                              or self.pre_activation):
             wrong(f"grouped={self.grouped!r} with a batch, scales or extras", "a grouped product, its activation "
                   "or gated activation (a fused SwiGLU), and routed_weight (for now)")
+        if self.grouped == "problems" and (self.activation or self.gated):
+            wrong("grouped='problems' with an activation", "the plain product of each problem (for now)")
         if self.routed_weight and self.activation:
             wrong("routed_weight with an activation", "the router's weight on the down projection's product "
                   "(no activation), as fused_moe applies it")
@@ -375,7 +383,9 @@ class Operation:
                         else "") + (f", group_n {self.group_n}" if self.b_scale == "block" else ""))
         if self.grouped:
             per_group = text.removeprefix("C = ") if self.has_epilogue else "A @ B"
-            if self.grouped == "ragged":
+            if self.grouped == "problems":
+                text = "G problems: C[g] = A[g] @ B[g], each of its own M, N and K"
+            elif self.grouped == "ragged":
                 text = (f"ragged groups: C[rows of g] = {per_group.replace('A @ B', 'A[rows of g] @ B[g]')}, "
                         f"group_index as {self.ragged_index}")
             else:

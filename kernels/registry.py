@@ -200,11 +200,11 @@ def launcher(name: str, validate: Callable[[Config], object] | None = None):
 
             variant = get(name)
             M, N, K = operands.check(variant, a, b, c, extras)
-            if c.numel() == 0:
+            if operands.empty(c):
                 return
             if config is not None and validate is not None:
                 validate(config)
-            body(a, b, c, M, N, K, variant.config(a.device.type, a.dtype, config), **extras)
+            body(a, b, c, M, N, K, variant.config(*operands.device_and_dtype(a), config), **extras)
 
         launch.__module__ = body.__module__  # the kernel's module (a mutant re-imports it, edited)
         return launch

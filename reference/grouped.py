@@ -41,16 +41,19 @@ def zeros(rows: int, cols: int) -> bounds.Allowance:
 
 def stacked(parts: list[tuple[np.ndarray, bounds.Allowance]], rows: int, cols: int) -> bounds.Allowance:
     """C's allowance from the groups' (their rows' indices into C, their allowance); every row of C must
-    be some group's."""
+    be some group's. A group of fewer columns (a problem of its own N) takes its rows' first columns; the
+    rest of its rows are not C's elements (judged by the memory oracles, not here)."""
     full = {name: np.zeros((rows, cols), dtype=bool if name in ("exact", "pos_inf", "neg_inf", "nan", "free")
                            else np.float64) for name in _FIELDS}
     covered = np.zeros(rows, dtype=bool)
     for index, allow in parts:
         covered[index] = True
+        width = np.shape(allow.expected)[-1] if np.ndim(allow.expected) == 2 else cols
         for name in _FIELDS:
             value = getattr(allow, name)
             if value is not None:
-                full[name][index] = value
+                full[name][index, :width] = value
+        full["free"][index, width:] = True
     if not covered.all():
         raise ValueError(f"rows {np.flatnonzero(~covered)[:8].tolist()} of C belong to no group")
     return bounds.Allowance(**full)

@@ -111,6 +111,13 @@ def test_the_launcher_still_refuses_bad_operands(mutant, backend):
     c = torch.full((4, 6), float("nan"), dtype=torch.float16, device=backend.device)  # zeroing or computing C shows
     if mutant.variant.operation.batched:
         a, b, c = a[None], b[None], c[None]
+    if mutant.variant.operation.grouped == "problems":  # lists of each problem's matrices
+        with pytest.raises(ValueError, match=r"A\[0\] must be 2-D \(M x K\)"):
+            mutant.variant.launch([a[None]], [b], [c])
+        with pytest.raises(ValueError, match=r"B\[0\] has 4 rows but A\[0\] has 5 columns"):
+            mutant.variant.launch([a], [b[:4]], [c])
+        assert c.isnan().all(), "a refused launch wrote into C"
+        return
     mismatch = r"B has 4 rows but A has 5 columns \(K\)"
     if mutant.variant.operation.grouped:  # B one matrix a group
         b = b[None].expand(2, 5, 6)

@@ -9,6 +9,7 @@ from templates import MASKED
 from gemm_fuzz import kernels
 from gemm_fuzz.kernels import operands
 from gemm_fuzz.properties.launch import targets
+from gemm_fuzz.properties.launch.launching import arguments
 from gemm_fuzz.properties.model import stratified
 from gemm_fuzz.properties.model.cases import materialize
 from gemm_fuzz.properties.report import reached
@@ -30,7 +31,7 @@ def test_the_stratified_cases_reach_what_the_strategies_can(subject):
         assert cases[0] == stratified.strategies.simplest_case(variant, 1, 1, 1, dtype)  # the plainest first
         for case in cases:
             ops = materialize(case, "cpu", variant.operation_in("cpu", by_name(dtype).dtype, case.config))
-            operands.check(variant, ops.a.view, ops.b.view, ops.c.view, ops.keywords())  # a case the launcher takes
+            operands.check(variant, *arguments(ops), ops.keywords())  # a case the launcher takes
 
 
 def test_the_stratified_cases_are_the_same_every_time():

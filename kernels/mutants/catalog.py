@@ -605,3 +605,30 @@ register(Mutant(
     why="one group of one row: the tile's other 15 rows land past C's one row",
     caught_as="OutOfBoundsAccess", unaffected=dict(M=16, groups=dict(count=1, sizes=(16,))),
 ))
+
+# --- pointer_array (tutorial 08): problems of their own shapes, through device arrays of pointers -----------
+
+POINTER_ARRAY_M_TILES = "        num_m_tiles = tl.cdiv(gm, BM)\n"
+POINTER_ARRAY_LDS = "    lds = [s for x, y, z in zip(a, b, c) for s in (x.stride(0), y.stride(0), z.stride(0))]\n"
+
+register(Mutant(
+    name="pointer_array_empty_problem_tile", parent="pointer_array",
+    edits=(Edit(POINTER_ARRAY_M_TILES, "        num_m_tiles = (gm + BM) // BM\n"),),
+    bug="a problem's row tiles counted as (M + BM) // BM, not cdiv: an empty problem gets a tile, whose rows "
+        "wrap modulo M = 0 and read A at a problem that has no element",
+    dtype="fp16", smallest=dict(M=1, N=1, K=1, groups=dict(count=2, sizes=(1, 0), dims=((1, 0), (1, 1)))),
+    why="an empty problem beside one with an element of C (a launch with no element of C returns before the "
+        "kernel): its one tile loads A[1] (no element) at row 0; any M > 0 has the right tiles or an extra one "
+        "wrapping onto its own rows, stored nowhere",
+    caught_as="OutOfBoundsAccess", unaffected=dict(M=17, groups=dict(count=2, sizes=(1, 16), dims=((1, 0), (1, 1)))),
+))
+register(Mutant(
+    name="pointer_array_lda_as_k", parent="pointer_array",
+    edits=(Edit(POINTER_ARRAY_LDS,
+                "    lds = [s for x, y, z in zip(a, b, c) for s in (x.shape[1], y.stride(0), z.stride(0))]\n"),),
+    bug="A assumed contiguous: the host passes each problem's K as its leading dimension, not A's row stride",
+    dtype="fp16", smallest=dict(M=2, N=1, K=2, groups=dict(count=2, sizes=(0, 2), dims=((0, 2), (1, 1)))),
+    why="a problem of K = 1 beside one of K = 2: its rows lie 2 apart in A, and row 1 is read at element 1, "
+        "between its elements",
+    caught_as="OutOfBoundsAccess", unaffected=dict(K=1, groups=dict(count=2, sizes=(0, 2), dims=((0, 1), (1, 1)))),
+))

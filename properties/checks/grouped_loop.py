@@ -1,9 +1,10 @@
 """A grouped product computed as a loop of plain 2-D problems: an agreement peer for grouped kernels that
-shares none of their indexing. Each group's rows of A (gathered by token, routed) times its B, by the
-built-in `tiled` kernel, under the memory oracles and judged by its own bound; C's rows put together from
-the groups' (a non-local expert's slots: zeros). With the router's weights, `tiled` writes fp32 and each
-row is multiplied by its weight in fp32 and rounded to C's dtype, as fused_moe does, under the grouped
-reference's bound. A grouped activation has no such loop (it would need a 2-D kernel computing it).
+shares none of their indexing. Each group's rows of A (gathered by token, routed; problems, their own K
+columns) times its B (problems, its own K x N), by the built-in `tiled` kernel, under the memory oracles
+and judged by its own bound; C's rows put together from the groups' (a non-local expert's slots: zeros).
+With the router's weights, `tiled` writes fp32 and each row is multiplied by its weight in fp32 and
+rounded to C's dtype, as fused_moe does, under the grouped reference's bound. A grouped activation has
+no such loop (it would need a 2-D kernel computing it).
 """
 
 from __future__ import annotations
@@ -44,13 +45,14 @@ def run(ops: Operands, backend) -> relations.Run:
         if not g.local:
             parts.append((g.c_rows, stacking.zeros(len(g.c_rows), n)))
             continue
-        solved = relations.solve(loop, lambda v, o: launch(v, o, backend), a[g.a_rows], b[g.group], (ROW, ROW, ROW),
-                                 fin, by_name("fp32") if weighted else fout, ops.c.view.device)
+        k, n_g = g.k if g.k is not None else a.shape[-1], g.n if g.n is not None else n  # problems: their own
+        solved = relations.solve(loop, lambda v, o: launch(v, o, backend), a[g.a_rows, :k], b[g.group][:k, :n_g],
+                                 (ROW, ROW, ROW), fin, by_name("fp32") if weighted else fout, ops.c.view.device)
         if weighted:  # fl32(w * s), then C's rounding
             scaled = solved.c.astype(np.float32) * g.weights[:, None].astype(np.float32)
             c[g.c_rows] = torch.from_numpy(scaled).to(fout.dtype).double().numpy()
         else:
-            c[g.c_rows] = solved.c
+            c[g.c_rows, :n_g] = solved.c
         parts.append((g.c_rows, solved.allowance))
     if weighted:
         return relations.Run(c, oracles.allowances(ops, loop.precision, None)["C"])

@@ -37,7 +37,8 @@ def judged(variant, case, backend) -> tuple[Observation, object, oracles.Verdict
     launch(variant, ops, backend, case.config)
     partials = oracles.output_partials(variant, case.dtype, case.config, backend.device.type)
     verdict = oracles.against_reference(ops, variant.precision, partials=partials)
-    versus_torch = None if verdict.exact or variant.operation.extras() else oracles.torch_error_ratio(
+    plain = not (variant.operation.extras() or variant.operation.grouped)  # torch.matmul computes the same
+    versus_torch = None if verdict.exact or not plain else oracles.torch_error_ratio(
         ops, verdict.allowance.expected, verdict.values)
     observed = Observation(verdict.exact, verdict.error_ratio, time.perf_counter() - start, versus_torch)
     return observed, ops, verdict

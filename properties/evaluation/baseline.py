@@ -126,13 +126,24 @@ GROUPS, TOP_K = 4, 2  # a grouped kernel's groups (experts) and a MoE kernel's t
 
 
 def _check_grouped(variant, M: int, N: int, K: int, dtype: str) -> bool:
-    """A grouped kernel as its own tests run it: M rows split evenly into GROUPS groups, or M tokens
+    """A grouped kernel as its own tests run it: GROUPS contiguous problems of M x N x K, M rows split
+    evenly into GROUPS groups, or M tokens
     routed by a softmax's top TOP_K of GROUPS experts (RandomState(21)), metadata aligned for the
     kernel's default block size; the reference a loop of np.matmul over the groups."""
     op = variant.operation
     x, _ = operands(M, N, K, dtype)
     y = np.stack([operands(K, N, K, dtype)[1] + 0.01 * g for g in range(GROUPS)]).astype(x.dtype)
     a, b = torch.from_numpy(x).to(TORCH[dtype]), torch.from_numpy(y).to(TORCH[dtype])
+    if op.grouped == "problems":  # tutorial 08's test: GROUPS contiguous problems, here each M x N x K
+        cs = [torch.zeros((M, N), dtype=OUT.get(dtype, TORCH[dtype])) for _ in range(GROUPS)]
+        try:
+            launcher_checks.check(variant, [a] * GROUPS, list(b), cs)
+        except (TypeError, ValueError):
+            return False
+        variant.launch([a] * GROUPS, list(b), cs)
+        for g in range(GROUPS):
+            np.testing.assert_allclose(x @ y[g], cs[g].float().numpy(), rtol=RTOL, atol=ATOL[dtype])
+        return True
     if op.grouped == "ragged":
         sizes = [M // GROUPS] * (GROUPS - 1) + [M - (M // GROUPS) * (GROUPS - 1)]
         index = {"sizes": sizes, "ends": np.cumsum(sizes), "starts": np.concatenate([[0], np.cumsum(sizes)])}

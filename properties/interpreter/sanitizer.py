@@ -18,8 +18,10 @@ corrupted output on some GPUs. Atomics are exempt: lanes of one atomic add to on
 Provenance: the pointer handle of each tensor argument is tagged at launch with the argument's
 extent, and the tag follows the pointer through addptr, splat, broadcast, expand_dims, reshape,
 trans, where, cat, join, split and pointer bitcasts, and from a descriptor's (or 3.6 block
-pointer's) base to the pointers it materialises. A pointer that lost its tag (an int-to-pointer
-cast) may address an element of any tensor argument.
+pointer's) base to the pointers it materialises. Tensors a kernel reaches through pointers it loads
+(tutorial 08's arrays of data pointers) are named to the block (`bounds_checked(reached=...)`): an
+integer cast to a pointer that is one of their data pointers is tagged with that tensor's extent. Any
+other pointer that lost its tag may address an element of any tensor argument or named tensor.
 """
 
 from __future__ import annotations
@@ -144,6 +146,7 @@ class _Launch:
         self.names: dict[int, str] = {}  # id(host argument) -> kernel parameter name
         self.keep: list = []  # the named host arguments, so their ids stay theirs
         self.extents: list[_Extent] = []
+        self.reached: list[_Extent] = []  # tensors reached through loaded pointers (also in `extents`)
         self.violation: OutOfBoundsAccess | None = None
 
     def name(self, value, name: str) -> None:
@@ -425,12 +428,33 @@ def _hook_init_args_hst(original):
     return op
 
 
+def _hook_int_to_ptr(original):
+    def op(self, src, dst_type):
+        out = original(self, src, dst_type)
+        launch = _state.launch
+        if launch is not None and launch.reached:
+            values = np.unique(np.asarray(out.data).astype(np.int64))
+            tag = tuple(e for e in launch.reached if e.ptr in values)
+            if tag and {e.ptr for e in tag} >= set(values.tolist()):
+                _set_tag(out, tag)
+        return out
+    return op
+
+
+def _reached_extent(name: str, t) -> _Extent:
+    shape, strides = tuple(int(n) for n in t.shape), tuple(int(x) for x in t.stride())
+    return _Extent(name, int(t.data_ptr()), t.element_size(), shape, strides, _membership(shape, strides))
+
+
 def _hook_grid_call(original):
     def call(self, *args, **kwargs):
         if not _state.contexts:
             return original(self, *args, **kwargs)
         code = getattr(self.fn, "__code__", None)
         launch = _Launch(getattr(self.fn, "__name__", "?"), code.co_filename if code else "")
+        launch.reached = [_reached_extent(name, t) for context in _state.contexts
+                          for name, t in context.reached.items()]
+        launch.extents.extend(launch.reached)
         outer, _state.launch = _state.launch, launch
         try:
             return original(self, *args, **kwargs)
@@ -471,6 +495,7 @@ def _patches(interp) -> dict:
                          ("create_expand_dims", 0), ("create_reshape", 0), ("create_trans", 0),
                          ("create_bitcast", 0), ("create_split", 0), ("create_unsplat", 0), ("create_gather", 0)]:
         patch(builder, name, lambda original, source=source: _follows(original, source))
+    patch(builder, "create_int_to_ptr", _hook_int_to_ptr)  # an alias of create_bitcast in the class
     patch(builder, "ternary_op", lambda original: _joins(original, 1, 2))  # select(cond, x, y) lands here
     patch(builder, "create_cat", lambda original: _joins(original, 0, 1))
     patch(builder, "create_join", lambda original: _joins(original, 0, 1))
@@ -528,9 +553,10 @@ class BoundsChecked:
     launcher turned it into another exception, leaving the block raises the recorded violation instead.
     """
 
-    def __init__(self, duplicate_stores: bool = False):
+    def __init__(self, duplicate_stores: bool = False, reached: dict | None = None):
         self.violations: list[GemmFailure] = []
         self.duplicate_stores = duplicate_stores
+        self.reached = dict(reached or {})  # name -> tensor a kernel reaches through a pointer it loads
 
     def __enter__(self) -> BoundsChecked:
         if not _state.contexts:
@@ -547,10 +573,11 @@ class BoundsChecked:
         return False
 
 
-def bounds_checked(duplicate_stores: bool = False) -> BoundsChecked:
+def bounds_checked(duplicate_stores: bool = False, reached: dict | None = None) -> BoundsChecked:
     """`with bounds_checked(): ...` bounds-checks every Triton kernel launched in the block (interpreter only);
-    `duplicate_stores`: two lanes of one store may write one element."""
-    return BoundsChecked(duplicate_stores)
+    `duplicate_stores`: two lanes of one store may write one element; `reached`: name -> tensor, tensors the
+    kernels reach through data pointers they load (not arguments)."""
+    return BoundsChecked(duplicate_stores, reached)
 
 
 def hooks() -> int:

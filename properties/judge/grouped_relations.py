@@ -5,7 +5,9 @@ problem whose answer follows from the first run's.
             blocks in reverse order; routed: expert e renamed E - 1 - e (its weights and its being
             local moved with it, the metadata aligned again) gives C as it was. A kernel that treats
             the first or last group (expert) differently, or indexes B by a wrong group, fails it.
-  pad K     zero columns appended to A and zero rows to every group's B leave C as it was.
+  pad K     zero columns appended to A and zero rows to every group's B leave C as it was (problems:
+            after each problem's own K columns and rows).
+Problems (tutorial 08's form) are relabelled as ragged groups are, each with its own N and K.
 
 The second run is laid out as the first (B's groups packed where they overlapped), under the memory
 oracles, every row written; it is compared with the first, moved as the relation moves it, within
@@ -22,7 +24,7 @@ from gemm_fuzz.kernels.registry import Variant
 from gemm_fuzz.properties.judge import compare, oracles
 from gemm_fuzz.properties.judge.relations import Launch, Run, paired
 from gemm_fuzz.properties.model import grouped
-from gemm_fuzz.properties.model.cases import Groups, Operands, unwritten_bits
+from gemm_fuzz.properties.model.cases import Groups, Operands, poison, unwritten_bits
 from gemm_fuzz.reference import bounds
 from gemm_fuzz.reference import routing as aligned
 from gemm_fuzz.reference.formats import by_name, name_of
@@ -60,9 +62,10 @@ def relabel(variant: Variant, launch: Launch, ops: Operands, first: Run) -> None
         starts = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
         rows = np.concatenate([np.arange(starts[g], starts[g + 1]) for g in reversed(range(len(sizes)))]
                               + [np.zeros(0, dtype=int)])
-        moved = replace(case, groups=Groups(len(sizes), sizes=sizes[::-1]))
-        _second(variant, launch, ops, moved, a[rows], b[::-1], grouped.group_index(sizes[::-1], op.ragged_index),
-                _rows(first, rows), "the groups in reverse order")
+        moved = replace(case, groups=Groups(len(sizes), sizes=sizes[::-1], dims=case.groups.dims[::-1]))
+        metadata = None if case.groups.problems else grouped.group_index(sizes[::-1], op.ragged_index)
+        _second(variant, launch, ops, moved, a[rows], b[::-1], metadata, _rows(first, rows),
+                "the groups in reverse order")
         return
     r = grouped.routing(case, op.block_m)
     renamed = aligned.align(r.num_experts - 1 - r.topk_ids, r.num_experts, r.block_m, r.topk_weights, r.local[::-1],
@@ -75,9 +78,30 @@ def pad_k(variant: Variant, launch: Launch, ops: Operands, first: Run, extra: in
     if case.a.broadcast == "cols" or case.b.broadcast == "rows":
         return  # zeros cannot be appended along an axis whose elements all alias one another
     a, b = to_float64(ops.a.view), to_float64(ops.b.view)
+    if case.groups.problems:
+        _pad_problems(variant, launch, ops, first, extra, a, b)
+        return
     a2 = np.concatenate([a, np.zeros((a.shape[0], extra))], axis=-1)
     b2 = np.concatenate([b, np.zeros((b.shape[0], extra, b.shape[-1]))], axis=-2)
     padded = replace(case, K=case.K + extra)
     metadata = (grouped.routing(case, op.block_m) if case.groups.routed
                 else grouped.group_index(case.groups.sizes, op.ragged_index))
     _second(variant, launch, ops, padded, a2, b2, metadata, first, f"append {extra} zero columns to A and rows to B")
+
+
+def _pad_problems(variant: Variant, launch: Launch, ops: Operands, first: Run, extra: int, a, b) -> None:
+    """Problems: `extra` zero columns after each problem's K columns of A, zero rows after its K rows of
+    B; poison elsewhere, as in the first run."""
+    case = ops.case
+    groups = replace(case.groups, dims=tuple((n, k + extra) for n, k in case.groups.dims))
+    padded = replace(case, K=case.K + extra, groups=groups)
+    in_a, in_b, _ = grouped.problem_mask(padded)
+    fill = poison(by_name(case.dtype))
+    a2, b2 = np.full(in_a.shape, fill), np.full(in_b.shape, fill)
+    starts = np.concatenate([[0], np.cumsum(case.groups.sizes)]).astype(int)
+    for g, (n, k) in enumerate(case.groups.dims):
+        rows = slice(starts[g], starts[g + 1])
+        a2[rows, :k], a2[rows, k:k + extra] = a[rows, :k], 0.0
+        b2[g, :k, :n], b2[g, k:k + extra, :n] = b[g, :k, :n], 0.0
+    _second(variant, launch, ops, padded, a2, b2, None, first,
+            f"append {extra} zero columns to each problem's A and rows to its B")

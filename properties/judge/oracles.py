@@ -173,8 +173,9 @@ def _grouped_allowance(ops: Operands, arith: bounds.Arithmetic, out) -> bounds.A
             parts.append((g.c_rows, grouped.zeros(len(g.c_rows), n)))
             continue
         tokens = torch.as_tensor(g.a_rows, device=a.device)
-        parts.append((g.c_rows, grouped.group_allowance(a.index_select(0, tokens), b[g.group], arith, out, op,
-                                                        g.weights if op.routed_weight else None)))
+        k, n_g = g.k if g.k is not None else a.shape[-1], g.n if g.n is not None else b.shape[-1]
+        parts.append((g.c_rows, grouped.group_allowance(a.index_select(0, tokens)[:, :k], b[g.group][:k, :n_g], arith,
+                                                        out, op, g.weights if op.routed_weight else None)))
     return grouped.stacked(parts, rows, n)
 
 

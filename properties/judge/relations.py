@@ -161,7 +161,10 @@ def problems(variant: Variant, case: GemmCase, params: dict) -> list[GemmCase]:
     def laid_out(m: int, n: int, k: int, a: Layout, b: Layout, c: Layout) -> GemmCase:
         a, b, c = (_aligned(variant, lay, shape, fmt) for lay, shape, fmt in
                    ((a, (m, k), fin), (b, (k, n), fin), (c, (m, n), fout)))
-        return replace(case, M=m, N=n, K=k, a=a, b=b, c=c)
+        groups = case.groups
+        if groups is not None and groups.problems:  # K padded: every problem's K by as much
+            groups = replace(groups, dims=tuple((pn, pk + k - case.K) for pn, pk in groups.dims))
+        return replace(case, M=m, N=n, K=k, a=a, b=b, c=c, groups=groups)
 
     found = []
     if params.get("transpose"):

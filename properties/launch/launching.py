@@ -29,6 +29,7 @@ from gemm_fuzz.properties.judge.failures import (
     NotRunnable,
 )
 from gemm_fuzz.properties.launch import backends, preconditions
+from gemm_fuzz.properties.model import grouped
 from gemm_fuzz.properties.model.cases import Operands
 from gemm_fuzz.reference.formats import name_of
 
@@ -39,13 +40,17 @@ def launch(variant: Variant, ops: Operands, backend: backends.Backend, config=()
     besides an oracle's verdict becomes a typed failure."""
     chosen = dict(config) or None
     extras = ops.keywords()
+    a, b, c = arguments(ops)
     try:
         if backend.interpreted:
-            with phases.launching(), sanitizer.bounds_checked(variant.duplicate_stores):
-                variant.launch(ops.a.view, ops.b.view, ops.c.view, config=chosen, **extras)
+            # problems: the lists' matrices are reached through pointers the kernel loads
+            reached = {f"{name}[{g}]": t for name, ts in zip("ABC", (a, b, c)) if isinstance(ts, list)
+                       for g, t in enumerate(ts)}
+            with phases.launching(), sanitizer.bounds_checked(variant.duplicate_stores, reached):
+                variant.launch(a, b, c, config=chosen, **extras)
         else:
             with phases.launching():
-                variant.launch(ops.a.view, ops.b.view, ops.c.view, config=chosen, **extras)
+                variant.launch(a, b, c, config=chosen, **extras)
                 torch.cuda.synchronize()
     except GemmFailure:
         raise
@@ -57,7 +62,7 @@ def launch(variant: Variant, ops: Operands, backend: backends.Backend, config=()
             failure.message += f" (on {backend.device_name})"
             failure.args = (failure.message,)
         if isinstance(failure, LauncherRefused):  # name the case's features and what would exclude them
-            failure.message += preconditions.hint(variant, ops.a.view, ops.b.view, ops.c.view, extras)
+            failure.message += preconditions.hint(variant, a, b, c, extras)
             failure.args = (failure.message,)
         raise failure from error
 
@@ -116,10 +121,17 @@ def classify(error: BaseException, backend: str) -> GemmFailure:
                            detail=str(root), line=line)
 
 
+def arguments(ops: Operands) -> tuple:
+    """What FUNC receives as a, b and c: the operands' views, or (problems) the lists of each problem's."""
+    if ops.case is not None and ops.case.groups is not None and ops.case.groups.problems:
+        return grouped.views(ops)
+    return ops.a.view, ops.b.view, ops.c.view
+
+
 def accepts(variant: Variant, ops: Operands) -> bool:
     """Does the variant's launcher take these operands (dtypes, layouts, alignment)?"""
     try:
-        operands.check(variant, ops.a.view, ops.b.view, ops.c.view, ops.keywords())
+        operands.check(variant, *arguments(ops), ops.keywords())
     except (TypeError, ValueError):
         return False
     return True

@@ -36,6 +36,8 @@ def layout(name: str, t: torch.Tensor) -> str:
 
 def hint(variant: Variant, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, extras: dict | None = None) -> str:
     """' on <features>; if that is a precondition, declare <declaration>' ('' when nothing stands out)."""
+    if isinstance(a, list):  # problems: lists of matrices, whose layouts the case states
+        return ""
     req = variant.requirements
     operands = {"a": a, "b": b, "c": c, **{k: v for k, v in (extras or {}).items() if isinstance(v, torch.Tensor)}}
     strided = [n for n, t in operands.items() if t.numel() > 1 and not t.is_contiguous() and n not in req.contiguous]

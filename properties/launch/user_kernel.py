@@ -234,7 +234,7 @@ def load(spec: str, signature: str | None = None) -> Variant:
 
     def launch(a, b, c, config=None, **extras):
         M, N, K = operands.check(variant, a, b, c, extras)
-        chosen = variant.config(a.device.type, a.dtype, config)
+        chosen = variant.config(*operands.device_and_dtype(a), config)
         args = (a, b, c, M, K, N) if leetgpu else (a, b, c)  # LeetGPU: A is M x N, B is N x K, C is M x K
         given = {names[e]: v for e, v in extras.items()}
         if tuner is not None:

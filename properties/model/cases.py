@@ -181,10 +181,17 @@ class Groups:
     route: str = "uniform"  # routed: one of ROUTES
     local: tuple[int, int] = (0, 0)  # routed, expert parallelism: this rank holds experts [lo, hi); (0, 0): all
     shortcut: bool = False  # routed: sorted_token_ids only as long as in use (the small-batch path), not the worst case
+    # problems (tutorial 08's form): each problem's (N_g, K_g); its M_g is its size. Problem g is A's rows of
+    # group g, first K_g columns, times B[g]'s first K_g rows and N_g columns, into C's rows, first N_g columns
+    dims: tuple[tuple[int, int], ...] = ()
 
     def __post_init__(self):
         object.__setattr__(self, "sizes", tuple(self.sizes))
         object.__setattr__(self, "local", tuple(self.local))
+        object.__setattr__(self, "dims", tuple((int(n), int(k)) for n, k in self.dims))
+        if self.dims and (len(self.dims) != self.count or not self.sizes or min(min(d) for d in self.dims) < 0):
+            raise ValueError(f"problems: {self.count} sizes and (N, K) pairs >= 0 expected, got {self.sizes}, "
+                             f"{self.dims}")
         if self.count < 1:
             raise ValueError(f"a grouped case has at least one group, got {self.count}")
         if self.sizes and (len(self.sizes) != self.count or min(self.sizes) < 0):
@@ -203,6 +210,22 @@ class Groups:
     @property
     def routed(self) -> bool:
         return self.top_k > 0
+
+    @property
+    def problems(self) -> bool:
+        """Independent problems of their own M, N and K (grouped="problems")."""
+        return bool(self.dims)
+
+    def spanning(self, n: int, k: int) -> Groups:
+        """Problems whose largest N and K are n and k: each cut to them, and where none reaches one, the
+        problem with the largest grown to it (a case's N and K resized)."""
+        if not self.problems:
+            return self
+        dims = [[min(pn, n), min(pk, k)] for pn, pk in self.dims]
+        for axis, top in ((0, n), (1, k)):
+            widest = max(range(len(dims)), key=lambda g: dims[g][axis])
+            dims[widest][axis] = top
+        return replace(self, dims=tuple(map(tuple, dims)))
 
     def covering(self, m: int) -> Groups:
         """Ragged groups covering m rows: the last group grown, or the groups cut from the end."""
@@ -223,6 +246,8 @@ class Groups:
         return local
 
     def describe(self) -> str:
+        if self.problems:
+            return "problems=" + ",".join(f"{m}x{n}x{k}" for m, (n, k) in zip(self.sizes, self.dims))
         if not self.routed:
             return "groups=" + ",".join(map(str, self.sizes))
         return (f"experts={self.count} top_k={self.top_k} route={self.route}"
@@ -258,6 +283,13 @@ class GemmCase:
         if self.groups is not None and not self.groups.routed and sum(self.groups.sizes) != self.M:
             raise ValueError(f"ragged groups of {self.groups.sizes} rows cover {sum(self.groups.sizes)} rows, "
                              f"not M = {self.M}")
+        if self.groups is not None and self.groups.problems:
+            if max((n for n, _ in self.groups.dims), default=0) != self.N or max(
+                    (k for _, k in self.groups.dims), default=0) != self.K:
+                raise ValueError(f"problems {self.groups.dims} (N, K): their largest N and K must be the case's, "
+                                 f"{self.N} and {self.K}")
+            if any(lay.order != "row" or lay.step != 1 or lay.broadcast for lay in (self.a, self.b, self.c)):
+                raise ValueError("problems are row-major with unit column stride (padded or offset rows allowed)")
         if self.epilogue == Epilogue():
             object.__setattr__(self, "epilogue", None)  # one way to write the plainest epilogue
         if self.batch < 0:
@@ -335,6 +367,7 @@ class Guarded:
     view: torch.Tensor
     buffer: torch.Tensor  # 1-D, the whole allocation
     before: torch.Tensor  # a copy of the buffer before the launch
+    members: np.ndarray | None = None  # bool over the view: its elements (None: all; problems: theirs alone)
 
     def changed(self) -> np.ndarray:
         """Byte-level: buffer positions (element indices) whose bits differ from the snapshot."""
@@ -348,7 +381,8 @@ class Guarded:
     def elements(self) -> np.ndarray:
         """bool over the buffer: True at the view's elements (computed when a finding needs it)."""
         elements = np.zeros(self.buffer.numel(), dtype=bool)
-        elements[_element_index(tuple(self.view.shape), self.view.stride(), self.view.storage_offset())] = True
+        index = _element_index(tuple(self.view.shape), self.view.stride(), self.view.storage_offset())
+        elements[index if self.members is None else index[self.members.ravel()]] = True
         return elements
 
 
@@ -475,15 +509,22 @@ def guarded_input(name: str, layout: Layout | Vector, fmt: Format, values: np.nd
 
 
 @phases.timed("materialize")
-def guarded_output(name: str, shape: tuple[int, ...], layout: Layout, fmt: Format, device) -> Guarded:
+def guarded_output(name: str, shape: tuple[int, ...], layout: Layout, fmt: Format, device,
+                   members: np.ndarray | None = None) -> Guarded:
     """An output operand on `device` pre-filled with the unwritten pattern, in a buffer whose
-    surroundings and padding hold the sentinel."""
+    surroundings and padding hold the sentinel; `members` (bool over the view): only those are its
+    elements, the others hold the sentinel as padding does."""
     strides, start, size = _place(shape, layout)
     buffer = _filled(size, sentinel(fmt), fmt, device)
     if all(shape):
         # the pattern's bits are what matter: written through a same-width integer view
-        torch.as_strided(raw(buffer), shape, strides, start).fill_(signed(unwritten_bits(fmt), buffer.element_size()))
-    return Guarded(name, torch.as_strided(buffer, shape, strides, start), buffer, buffer.clone())
+        view = torch.as_strided(raw(buffer), shape, strides, start)
+        unwritten = signed(unwritten_bits(fmt), buffer.element_size())
+        if members is None:
+            view.fill_(unwritten)
+        else:
+            view[torch.as_tensor(members, device=buffer.device)] = unwritten
+    return Guarded(name, torch.as_strided(buffer, shape, strides, start), buffer, buffer.clone(), members)
 
 
 def input_values(case: GemmCase, operation: Operation = PLAIN) -> tuple[np.ndarray, np.ndarray]:

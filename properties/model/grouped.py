@@ -7,6 +7,12 @@ C, and the metadata the kernel's real caller builds.
           sorted_token_ids of the worst-case length (or, `shortcut`, only as long as in use),
           expert_ids, num_tokens_post_padded; topk_weights where the kernel multiplies by them
 
+  problems  tutorial 08's form: problem g is A's rows of group g, first K_g columns, times B[g]'s first
+          K_g rows and N_g columns, into C's rows of group g, first N_g columns; FUNC receives the G
+          matrices of each as lists of views (`views`). Around each problem, A and B hold poison and C
+          its sentinel (C's elements are the problems' alone: a write past a problem's columns is a write
+          outside C); a matrix with no element has data pointer 0, as torch gives an empty tensor.
+
 Every metadata tensor is a guarded int32 input: a read past its end reads poison (and the interpreter's
 sanitizer names it), a write to it is a changed input.
 """
@@ -28,6 +34,7 @@ from gemm_fuzz.properties.model.cases import (
     _problem_values,
     guarded_input,
     guarded_output,
+    poison,
 )
 from gemm_fuzz.reference import bounds
 from gemm_fuzz.reference import routing as aligned
@@ -58,6 +65,8 @@ class GroupRows:
     a_rows: np.ndarray
     local: bool
     weights: np.ndarray | None
+    n: int | None = None  # problems: the group's own N and K (None: the case's)
+    k: int | None = None
 
 
 def group_rows(case: GemmCase, block_m: int | None) -> tuple[list[GroupRows], int]:
@@ -65,7 +74,8 @@ def group_rows(case: GemmCase, block_m: int | None) -> tuple[list[GroupRows], in
     split a grouped case."""
     if not case.groups.routed:
         starts = np.concatenate([[0], np.cumsum(case.groups.sizes)]).astype(int)
-        found = [GroupRows(g, np.arange(lo, hi), np.arange(lo, hi), True, None)
+        dims = case.groups.dims or [(None, None)] * case.groups.count
+        found = [GroupRows(g, np.arange(lo, hi), np.arange(lo, hi), True, None, *dims[g])
                  for g, (lo, hi) in enumerate(zip(starts[:-1], starts[1:])) if hi > lo]
         return found, case.M
     r = routing(case, block_m)
@@ -99,8 +109,51 @@ def materialize(case: GemmCase, device: torch.device, operation: Operation, valu
     g = case.groups
     va, vb = (values(case, operation) if values_too
               else ((case.M, case.K), (g.count, case.K, operation.n_columns(case.N))))
+    if g.problems:
+        return operands(case, device, operation, *_outside_poisoned(case, va, vb), None)
     found = routing(case, operation.block_m) if g.routed else group_index(g.sizes, operation.ragged_index)
     return operands(case, device, operation, va, vb, found)
+
+
+def problem_mask(case: GemmCase) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Problems: where A (M x K), B (G x K x N) and C (M x N) hold a problem's elements."""
+    g = case.groups
+    a, b = np.zeros((case.M, case.K), dtype=bool), np.zeros((g.count, case.K, case.N), dtype=bool)
+    c = np.zeros((case.M, case.N), dtype=bool)
+    starts = np.concatenate([[0], np.cumsum(g.sizes)]).astype(int)
+    for p, (n, k) in enumerate(g.dims):
+        a[starts[p]:starts[p + 1], :k] = True
+        b[p, :k, :n] = True
+        c[starts[p]:starts[p + 1], :n] = True
+    return a, b, c
+
+
+def _outside_poisoned(case: GemmCase, va, vb):
+    """Problems: A's and B's values with poison wherever no problem's element lies."""
+    if not isinstance(va, np.ndarray):
+        return va, vb
+    ma, mb, _ = problem_mask(case)
+    fill = poison(by_name(case.dtype))
+    return np.where(ma, va, fill), np.where(mb, vb, fill)
+
+
+def views(ops: Operands) -> tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor]]:
+    """Problems: the lists FUNC receives, A[g] (M_g x K_g), B[g] (K_g x N_g), C[g] (M_g x N_g), views of the
+    operands' buffers with their leading dimensions."""
+    g = ops.case.groups
+    starts = np.concatenate([[0], np.cumsum(g.sizes)]).astype(int)
+    found = ([], [], [])
+
+    def sub(guarded, shape, at):
+        v = guarded.view
+        return torch.as_strided(guarded.buffer, shape, v.stride()[-2:], v.storage_offset() + at)
+
+    for p, (n, k) in enumerate(g.dims):
+        m, row = int(g.sizes[p]), int(starts[p])
+        found[0].append(sub(ops.a, (m, k), row * ops.a.view.stride(0)))
+        found[1].append(sub(ops.b, (k, n), p * ops.b.view.stride(0)))
+        found[2].append(sub(ops.c, (m, n), row * ops.c.view.stride(0)))
+    return found
 
 
 def operands(case: GemmCase, device: torch.device, operation: Operation, va, vb,
@@ -111,7 +164,10 @@ def operands(case: GemmCase, device: torch.device, operation: Operation, va, vb,
     a = guarded_input("A", case.a, fin, va, device)
     b = guarded_input("B", case.b, fin, vb, device)
     routed = isinstance(metadata, aligned.Routing)
-    c = guarded_output("C", (metadata.slots if routed else case.M, case.N), case.c, fout, device)
+    members = problem_mask(case)[2] if case.groups.problems else None
+    c = guarded_output("C", (metadata.slots if routed else case.M, case.N), case.c, fout, device, members)
+    if metadata is None:  # problems: no metadata, the lists are built at the launch (views)
+        return Operands(case, a, b, c, {}, {}, operation)
 
     def guarded(name: str, array: np.ndarray, fmt=INT32):
         return guarded_input(name, Vector() if array.ndim == 1 else ROW, fmt, np.asarray(array, dtype=np.float64),

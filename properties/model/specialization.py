@@ -142,6 +142,8 @@ def fit(case: GemmCase, entry: Classes, variant: Variant, device_type: str, tops
     index = runnable.usable(entry.config % len(space), len(space), runnable.blocked(variant, case.dtype))
     outs = variant.dtypes[by_name(case.dtype).dtype]
     out = name_of(outs[entry.out % len(outs)])
+    if case.groups is not None and case.groups.problems:  # sizes and strides reach the kernel in arrays
+        return replace(case, out_dtype=out, config=tuple(space[index].items()) if index else ())
     shapes = {"a": (m, k, case.dtype), "b": (k, variant.operation.n_columns(n), case.dtype), "c": (m, n, out)}
     layouts = {name: _batch_kept(getattr(case, name), _fit_layout(getattr(case, name), getattr(entry, name),
                                                                    variant, name, *shapes[name]))

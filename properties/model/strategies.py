@@ -205,7 +205,8 @@ def simplest_case(variant: Variant, m: int, n: int, k: int, dtype: str, out_dtyp
     fields.setdefault("batch", 1 if variant.operation.batched else 0)
     if variant.operation.grouped:
         routed = variant.operation.grouped == "routed"
-        fields.setdefault("groups", Groups(1, top_k=1) if routed else Groups(1, sizes=(m,)))
+        fields.setdefault("groups", Groups(1, top_k=1) if routed else Groups(
+            1, sizes=(m,), dims=((n, k),) if variant.operation.grouped == "problems" else ()))
     return GemmCase(m, n, k, dtype, out_dtype, a=plain_layout(variant, "a", m, k, dtype),
                     b=plain_layout(variant, "b", k, variant.operation.n_columns(n), dtype),
                     c=plain_layout(variant, "c", m, n, out_dtype), **fields)
@@ -258,7 +259,9 @@ def _plain_epilogue(epilogue: Epilogue | None, variant: Variant, case: GemmCase)
 def resized(case: GemmCase, variant: Variant, **dims: int) -> GemmCase:
     """`case` with other dimensions; layouts that were plain stay plain (their alignment padding redone);
     ragged groups gain or lose the rows from the end (the last groups)."""
-    groups = case.groups.covering(dims.get("M", case.M)) if case.groups is not None else None
+    groups = case.groups
+    if groups is not None:  # ragged groups and problems cover the new M; problems span the new N and K
+        groups = groups.covering(dims.get("M", case.M)).spanning(dims.get("N", case.N), dims.get("K", case.K))
     new = replace(case, **dims, groups=groups)
     plain = [o for o, lay in (("a", case.a), ("b", case.b), ("c", case.c))
              if lay == plain_layout(variant, o, *_shape(case, o, variant))]
@@ -378,6 +381,8 @@ def grouped_fields(draw, variant: Variant, case: GemmCase, device_type: str) -> 
     op = variant.operation
     count = draw(_sampled(GROUP_COUNTS))
     b = draw(batch_layout(variant, "b", case.b))
+    if op.grouped == "problems":
+        return draw(problem_fields(variant, case, device_type, count, b))
     if op.grouped == "ragged":
         size = st.one_of(st.sampled_from((0, 1)), dims(blocks(variant, device_type)[0], max(8, case.M // 2), 1))
         sizes = tuple(draw(size) for _ in range(count))
@@ -394,6 +399,30 @@ def grouped_fields(draw, variant: Variant, case: GemmCase, device_type: str) -> 
     return replace(resized(case, variant, M=tokens), b=b, groups=groups)
 
 
+@st.composite
+def problem_fields(draw, variant: Variant, case: GemmCase, device_type: str, count: int, b: Layout) -> GemmCase:
+    """Problems (tutorial 08's form): each problem's M, N and K aimed at the block boundaries (0 and 1
+    among them), up to the case's drawn ones; A, B and C row-major, each with the padding (its leading
+    dimension) and offset drawn for it, B's problems packed or with a gap."""
+    axes = blocks(variant, device_type)
+    sizes = [st.one_of(st.sampled_from((0, 1)), dims(block, max(8, top), 1))
+             for block, top in zip(axes, (case.M // 2, case.N, case.K))]
+    shapes = [tuple(draw(size) for size in sizes) for _ in range(count)]
+
+    groups = Groups(count, sizes=tuple(m for m, _, _ in shapes), dims=tuple((n, k) for _, n, k in shapes))
+    return problems_case(case, M=sum(groups.sizes), N=max(n for n, _ in groups.dims),
+                         K=max(k for _, k in groups.dims), b=b, groups=groups)
+
+
+def problems_case(case: GemmCase, **changes) -> GemmCase:
+    """`case` with `changes` (its problems among them) and its operands row-major, with the padding (their
+    leading dimension) and offset drawn for them; B's problems packed or with a gap."""
+    def row(lay: Layout, gap: int = 0) -> Layout:
+        return Layout(pad=lay.pad, offset=lay.offset, batch_gap=gap)
+    a, b, c = (changes.pop(o, getattr(case, o)) for o in "abc")
+    return replace(case, **changes, a=row(a), b=row(b, max(b.batch_gap, 0)), c=row(c))
+
+
 def plainer_groups(variant: Variant) -> list:
     """A grouped case's simplifications: B's groups packed; ragged, each group emptied or of one row,
     the last group dropped; routed, all experts local, the worst-case metadata, the uniform router,
@@ -408,6 +437,28 @@ def plainer_groups(variant: Variant) -> list:
         return replace(resized(replace(case, groups=None), variant, M=sum(sizes)),
                        groups=replace(case.groups, count=len(sizes), sizes=tuple(sizes)))
 
+    if variant.operation.grouped == "problems":
+        def shaped(case, shapes):
+            groups = replace(case.groups, count=len(shapes), sizes=tuple(m for m, _, _ in shapes),
+                             dims=tuple((n, k) for _, n, k in shapes))
+            return replace(case, M=sum(groups.sizes), N=max(n for n, _ in groups.dims),
+                           K=max(k for _, k in groups.dims), groups=groups)
+
+        def shapes(case):
+            return [(m, n, k) for m, (n, k) in zip(case.groups.sizes, case.groups.dims)]
+
+        def each(g, axis, size):  # problem g's M emptied or cut to one row, its N or K cut to one, never grown
+            def simpler(case):
+                found = shapes(case)
+                if g >= len(found) or found[g][axis] <= size:
+                    return case
+                found[g] = tuple(size if i == axis else v for i, v in enumerate(found[g]))
+                return shaped(case, found)
+            return simpler
+        return [packed, lambda case: shaped(case, shapes(case)[:-1]) if case.groups.count > 1 else case,
+                lambda case: shaped(case, shapes(case)[1:]) if case.groups.count > 1 else case,
+                *[each(g, axis, size) for g in range(max(GROUP_COUNTS))
+                  for axis, size in ((0, 0), (0, 1), (1, 1), (2, 1))]]
     if variant.operation.grouped == "ragged":
         def each(g, rows):  # group g emptied or cut to one row, never grown
             return lambda case: (sized(case, case.groups.sizes[:g] + (rows,) + case.groups.sizes[g + 1:])

@@ -142,6 +142,12 @@ def grouped_fields(variant: Variant, case: GemmCase, i: int) -> GemmCase:
     if op.grouped == "ragged":
         sizes = _ragged_sizes(case.M, i)
         return replace(case, b=b, groups=Groups(len(sizes), sizes=sizes))
+    if op.grouped == "problems":  # the ragged sizes as M; one problem of the case's N, another of its K
+        sizes = _ragged_sizes(case.M, i)
+        count = len(sizes)
+        dims = tuple((case.N if g == i % count else case.N * (g + 1) // (count + 1),
+                      case.K if g == (i + 1) % count else case.K * (count - g) // (count + 1)) for g in range(count))
+        return strategies.problems_case(case, b=b, groups=Groups(count, sizes=sizes, dims=dims))
     count = strategies.GROUP_COUNTS[i % len(strategies.GROUP_COUNTS)]
     route = ROUTES[i % len(ROUTES)]
     top_k = count if route == "all" else 1 + i % min(count, 4)

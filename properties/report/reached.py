@@ -157,8 +157,10 @@ def expected(variant, device_type: str, dtype: str) -> set[str]:
         wanted.discard("K == 1")
     wanted |= {f"{axis}: 3+ tiles" for axis in AXES}  # flagged, as a warning, where the blocks are too large
     wanted |= {f"{axis}: ragged edge past a full tile" for axis in AXES if blocks[axis] > 1}
+    row_only = variant.operation.grouped == "problems"  # problems: row-major, padded or offset
     wanted |= {f"{name} {feature}" for name in OPERANDS
-               for feature in stratified.layout_features(variant, name.lower())[1:]}  # "row" is no feature
+               for feature in stratified.layout_features(variant, name.lower())[1:]  # "row" is no feature
+               if not row_only or feature in ("padded", "offset")}
     if _programs(full):
         wanted |= set(PROGRAM_FEATURES)
     wanted |= {f"profile {p}" for p in profiles.available(fmt)}
