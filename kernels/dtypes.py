@@ -33,7 +33,7 @@ GROUPED_DTYPES = {d: ALL_DTYPES[d] for d in (torch.float16, torch.bfloat16, torc
 
 def dtypes_for(operation) -> dict:
     """The input -> output dtype pairs the suite tests for a kernel computing `operation`."""
-    if operation.grouped:
+    if operation.grouped and not operation.scaled:
         return GROUPED_DTYPES
     if operation.weight_only:
         return WEIGHT_ONLY_DTYPES

@@ -297,6 +297,8 @@ def _check_grouped(variant: Variant, a, b, c, extras: dict) -> tuple[int, int, i
                         f"{variant.name!r} writes " + ", ".join(_dtype_name(d) for d in variant.dtypes[a.dtype]))
     _check_extras(variant, extras, (), M, N, c.dtype)
     tensors = {"A": a, "B": b, "C": c}
+    if op.scaled:  # a_scale by A's rows (tokens), b_scale a group each
+        tensors.update(_check_scales(variant, extras, M, N, K, groups))
     top_k = extras.get("top_k", 1)
     if routed and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
         raise TypeError(f"top_k must be a positive int, got {top_k!r}")
@@ -379,9 +381,9 @@ _SCALE_SHAPES = {("a", "tensor"): "1", ("a", "row"): "M", ("a", "group"): "M x c
                  ("b", "block"): "ceil(K / group_k) x ceil(N / group_n)"}
 
 
-def _check_scales(variant: Variant, extras: dict, M: int, N: int, K: int) -> dict:
-    """a_scale and b_scale: fp32 tensors of the shapes their granularity gives (kernels/operation.py);
-    b_zero: int32, packed zero points."""
+def _check_scales(variant: Variant, extras: dict, M: int, N: int, K: int, groups: int = 0) -> dict:
+    """a_scale and b_scale: fp32 tensors of the shapes their granularity gives (kernels/operation.py; B's,
+    `groups` of them where grouped); b_zero: int32, packed zero points."""
     op = variant.operation
     if op.k_multiple_of_group and K % op.group_k:
         raise ValueError(f"K = {K} is not a multiple of group_k = {op.group_k}, which variant {variant.name!r} "
@@ -400,8 +402,11 @@ def _check_scales(variant: Variant, extras: dict, M: int, N: int, K: int) -> dic
         tensors["b_zero"] = t
     for extra in (e for e in ("a_scale", "b_scale") if e in op.extras()):  # weight-only: b_scale alone
         t = extras[extra]
-        shape = op.scale_shape(extra[0], M, N, K)
-        _check_tensor(extra, t, _SCALE_SHAPES[extra[0], getattr(op, extra)])
+        shape = op.scale_shape(extra[0], M, N, K, groups if extra == "b_scale" else 0)
+        what = _SCALE_SHAPES[extra[0], getattr(op, extra)]
+        if groups and extra == "b_scale":
+            what = "G" if what == "1" else f"G x {what}"
+        _check_tensor(extra, t, what)
         if tuple(t.shape) != shape:
             raise ValueError(f"{extra} has shape {tuple(t.shape)}; expected {shape} ({getattr(op, extra)} scales "
                              f"of {'A' if extra == 'a_scale' else 'B'}, M, N, K = {M}, {N}, {K})")

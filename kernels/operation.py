@@ -240,10 +240,13 @@ class Operation:
                   "the name of the configuration key that holds it (e.g. block_m='BLOCK_SIZE_M')")
         if not routed and (self.block_m is not None or self.routed_weight or self.expert_parallel):
             wrong("block_m, routed_weight or expert_parallel without grouped='routed'", "them with grouped='routed'")
-        if self.grouped and (self.batched or self.scaled or self.alpha or self.beta or self.bias or self.residual
+        if self.grouped and (self.batched or self.alpha or self.beta or self.bias or self.residual
                              or self.pre_activation):
-            wrong(f"grouped={self.grouped!r} with a batch, scales or extras", "a grouped product, its activation "
+            wrong(f"grouped={self.grouped!r} with a batch or extras", "a grouped product, its scales, its activation "
                   "or gated activation (a fused SwiGLU), and routed_weight (for now)")
+        if self.grouped and self.scaled and (self.weight or self.scale_dtype != "fp32" or self.grouped == "problems"):
+            wrong(f"grouped={self.grouped!r} with weight={self.weight!r}, scale_dtype={self.scale_dtype!r}",
+                  "ragged or routed groups of fp8 or int8 codes (A's and B's) with fp32 scales, B's a group each")
         if self.grouped == "problems" and (self.activation or self.gated):
             wrong("grouped='problems' with an activation", "the plain product of each problem (for now)")
         if self.routed_weight and self.activation:
@@ -328,12 +331,16 @@ class Operation:
         rows = -(-K // self.group_k) if self.b_scale == "group" else 1
         return (rows, -(-N // 8)) if self.zero == "packed" else (rows, N)
 
-    def scale_shape(self, operand: str, M: int, N: int, K: int) -> tuple[int, ...]:
-        """The shape of a_scale ("a") or b_scale ("b") for an M x N x K problem."""
+    def scale_shape(self, operand: str, M: int, N: int, K: int, groups: int = 0) -> tuple[int, ...]:
+        """The shape of a_scale ("a") or b_scale ("b") for an M x N x K problem; grouped (`groups` G), B's
+        scales are G of those, (G,) for one a group."""
         groups_k, groups_n = -(-K // self.group_k), -(-N // self.group_n)
         if operand == "a":
             return {"tensor": (1,), "row": (M,), "group": (M, groups_k)}[self.a_scale]
-        return {"tensor": (1,), "col": (N,), "group": (groups_k, N), "block": (groups_k, groups_n)}[self.b_scale]
+        shape = {"tensor": (1,), "col": (N,), "group": (groups_k, N), "block": (groups_k, groups_n)}[self.b_scale]
+        if groups:
+            return (groups,) if self.b_scale == "tensor" else (groups, *shape)
+        return shape
 
     def check_dtypes(self, dtypes: Mapping[torch.dtype, tuple]) -> None:
         """An epilogue is float arithmetic: integer inputs take it only as scaled codes (their product is a
@@ -382,6 +389,10 @@ class Operation:
                      + (f", group_k {self.group_k}" if "group" in (self.a_scale, self.b_scale) or self.b_scale == "block"
                         else "") + (f", group_n {self.group_n}" if self.b_scale == "block" else ""))
         if self.grouped:
+            scaling = ""
+            if self.scaled:
+                cut = text.index("; A, B scaled")
+                text, scaling = text[:cut], text[cut:] + " (B's a group each)"
             per_group = text.removeprefix("C = ") if self.has_epilogue else "A @ B"
             if self.grouped == "problems":
                 text = "G problems: C[g] = A[g] @ B[g], each of its own M, N and K"
@@ -393,6 +404,7 @@ class Operation:
                         + (" * topk_weights[t, k]" if self.routed_weight else "")
                         + f" for the (t, k) slot's expert e, block_m {self.block_m}"
                         + (", non-local experts zero" if self.expert_parallel else ""))
+            text += scaling
         return ("batched: " if self.batched else "") + text
 
 

@@ -10,26 +10,31 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from gemm_fuzz.reference import bounds, epilogue, numpy_ref
-from gemm_fuzz.reference.formats import FORMATS, Format
+from gemm_fuzz.reference import bounds, epilogue, numpy_ref, scaled
+from gemm_fuzz.reference.formats import FORMATS, Format, name_of
 
 _FIELDS = ("expected", "bound", "exact", "pos_inf", "neg_inf", "nan", "free", "reference")
 
 
 def group_allowance(a: torch.Tensor, b: torch.Tensor, arith: bounds.Arithmetic, out: Format, op,
-                    weights: np.ndarray | None = None) -> bounds.Allowance:
-    """One group's rows: A's rows `a` (R x K) times `b` (K x N, gated K x 2N), through the operation's
-    activation (`op`, a kernels.operation.Operation), each row times its router weight (`weights`, R fp32
-    values) where given."""
-    product = numpy_ref.product(a, b)
+                    weights: np.ndarray | None = None, scales: dict | None = None) -> bounds.Allowance:
+    """One group's rows: A's rows `a` (R x K) times `b` (K x N, gated K x 2N), dequantized by their
+    `scales` (the rows' a_scale, the group's b_scale) where the operation is scaled (scaled.py), through
+    the operation's activation (`op`, a kernels.operation.Operation), each row times its router weight
+    (`weights`, R fp32 values) where given."""
     k = a.shape[-1]
-    if op.has_epilogue:
-        return epilogue.allowances(epilogue.product_term(product, k, arith), op, {}, {}, out)["C"]
+    if op.scaled:
+        product, parts = scaled.scaled_product(op, a, b, scales)
+        term = scaled.product_term(op, product, parts, k, name_of(a.dtype))
+    else:
+        product = numpy_ref.product(a, b)
+        if not op.has_epilogue and weights is None:
+            return bounds.allowance(product, k, arith, out)
+        term = epilogue.product_term(product, k, arith)
     if weights is None:
-        return bounds.allowance(product, k, arith, out)
+        return epilogue.allowances(term, op, {}, {}, out)["C"]
     fp32 = epilogue.Arithmetic(FORMATS["fp32"])
-    term = epilogue.multiply(epilogue.product_term(product, k, arith), epilogue.constant(weights[:, None]), fp32)
-    return epilogue.finish(term, out)
+    return epilogue.finish(epilogue.multiply(term, epilogue.constant(weights[:, None]), fp32), out)
 
 
 def zeros(rows: int, cols: int) -> bounds.Allowance:

@@ -32,7 +32,9 @@ from gemm_fuzz.properties.model.cases import GemmCase, Groups, Layout
     (dict(grouped="routed", block_m=0), "block_m"),
     (dict(grouped="ragged", block_m=16), "without grouped='routed'"),
     (dict(grouped="ragged", ragged_index="offsets"), "ragged_index='offsets'"),
-    (dict(grouped="ragged", bias="n"), "with a batch, scales or extras"),
+    (dict(grouped="ragged", bias="n"), "with a batch or extras"),
+    (dict(grouped="ragged", weight="int4", b_scale="group"), "fp8 or int8 codes"),
+    (dict(grouped="problems", a_scale="row", b_scale="col"), "ragged or routed groups of fp8 or int8 codes"),
     (dict(grouped="routed", block_m=16, routed_weight=True, activation="silu"), "routed_weight with an activation"),
 ])
 def test_a_wrong_grouped_operation_is_refused_saying_what_is_expected(fields, message):
@@ -226,3 +228,22 @@ def test_a_ragged_launcher_refuses_a_group_index_of_the_wrong_length(backend):
     with pytest.raises(ValueError, match="group_index has 3 entries; expected 2"):
         kernels.get("ragged").launch(a, b, c, group_index=torch.tensor([1, 1, 2], dtype=torch.int32))
     assert torch.isnan(c).all()
+
+
+def test_a_scaled_grouped_launcher_takes_b_scales_a_group_each(backend):
+    from pathlib import Path
+
+    from gemm_fuzz.properties.launch import user_kernel
+
+    variant = user_kernel.load(f"{Path(__file__).with_name('scaled_moe_kernels.py')}:fbgemm_grouped_fp8_rowwise")
+    fp8, device = torch.float8_e4m3fn, backend.device
+    a, b = torch.ones(3, 4, device=device).to(fp8), torch.ones(2, 4, 5, device=device).to(fp8)
+    c = torch.full((3, 5), float("nan"), dtype=torch.bfloat16, device=device)
+    extras = dict(group_index=torch.tensor([1, 2], dtype=torch.int32, device=device),
+                  a_scale=torch.ones(3, device=device), b_scale=torch.ones(5, device=device))
+    with pytest.raises(ValueError, match=r"b_scale must be 2-D \(G x N\)"):
+        variant.launch(a, b, c, **extras)
+    with pytest.raises(ValueError, match=r"a_scale has shape \(2,\); expected \(3,\)"):
+        variant.launch(a, b, c, **{**extras, "a_scale": torch.ones(2, device=device),
+                                   "b_scale": torch.ones(2, 5, device=device)})
+    assert c.isnan().all()

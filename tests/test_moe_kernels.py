@@ -6,8 +6,10 @@ from pathlib import Path
 import pytest
 
 KERNELS = Path(__file__).with_name("moe_kernels.py")
+SCALED = Path(__file__).with_name("scaled_moe_kernels.py")  # fp8 codes with scales
 FAST = ["--gemm-backend", "interpreter", "-p", "no:cacheprovider", "--hypothesis-profile", "ci", "--gemm-repros", ""]
-RIGHT = ("vllm_fused_moe", "fbgemm_grouped_gemm", "grouped_mm_offs", "liger_moe_swiglu")
+RIGHT = ("vllm_fused_moe", "fbgemm_grouped_gemm", "grouped_mm_offs", "liger_moe_swiglu", "fbgemm_grouped_fp8_rowwise",
+         "vllm_fused_moe_fp8")
 # the wrong twin -> the kind of failure its shrunk case raises, and that case
 CAUGHT = {
     "vllm_fused_moe_no_expert_parallel": ("out-of-bounds access",
@@ -17,18 +19,28 @@ CAUGHT = {
                                          "1x1x2 fp16->fp16 A:row B:row/step2 C:row ones seed=0 groups=0,1"),
     "grouped_mm_offs_first_start_unguarded": ("out-of-bounds access", "1x1x1 fp16->fp16 * groups=1"),
     "liger_moe_swiglu_halves_swapped": ("value out of bound", "1x2x2 fp16->fp16 * experts=1 top_k=1 route=uniform"),
+    # group 1's row scaled by group 0's w_scale (the scales are powers of two: exact)
+    "fbgemm_grouped_fp8_rowwise_first_group_scale": ("not bit-exact", "1x1x1 fp8e4m3->bf16 * groups=0,1"),
+    # expert 0 not local: its block reads w_scale[-1]
+    "vllm_fused_moe_fp8_scale_before_ep_check": ("out-of-bounds access",
+                                                 "1x1x1 fp8e4m3->bf16 * experts=2 top_k=1 route=uniform local=1:2"),
 }
+
+
+def _file(func: str) -> Path:
+    return SCALED if "fp8" in func else KERNELS
 
 
 @pytest.mark.parametrize("func", RIGHT)
 def test_a_right_grouped_kernel_passes_the_battery(pytester, func):
-    result = pytester.runpytest_subprocess("--gemm-kernel", f"{KERNELS}:{func}", *FAST, timeout=900)
+    result = pytester.runpytest_subprocess("--gemm-kernel", f"{_file(func)}:{func}", *FAST, timeout=900)
     assert result.ret == 0, result.stdout.str()[-3000:]
 
 
 @pytest.mark.parametrize("func", CAUGHT)
 def test_a_wrong_grouped_twin_is_caught_and_shrunk(pytester, func):
     kind, case = CAUGHT[func]
-    result = pytester.runpytest_subprocess("--gemm-kernel", f"{KERNELS}:{func}", *FAST, "-k", "reference", timeout=900)
+    result = pytester.runpytest_subprocess("--gemm-kernel", f"{_file(func)}:{func}", *FAST, "-k", "reference",
+                                           timeout=900)
     assert result.ret == 1, result.stdout.str()[-3000:]
     result.stdout.fnmatch_lines([f"*{kind}*", f"*case: {case}"])

@@ -27,7 +27,7 @@ KERNEL = "tiled"
 
 def applies(operation, dtype: torch.dtype) -> bool:
     loop = kernels.get(KERNEL)
-    return not operation.has_epilogue and dtype in loop.dtypes
+    return not (operation.has_epilogue or operation.scaled) and dtype in loop.dtypes
 
 
 def run(ops: Operands, backend) -> relations.Run:

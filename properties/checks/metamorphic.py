@@ -45,8 +45,9 @@ SHIFTS = (1.0, -0.5, 2.0)
 
 
 def _example(variant, case, scale: int, pad: int, split: int, problem: int = 0) -> Example:
-    if variant.operation.grouped:  # properties/judge/grouped_relations.py
-        return Example("metamorphic", variant.name, case, (("relabel", True), ("pad", pad)))
+    if variant.operation.grouped:  # properties/judge/grouped_relations.py (scaled groups: relabelled only)
+        return Example("metamorphic", variant.name, case,
+                       (("relabel", True), ("pad", 0 if variant.operation.scaled else pad)))
     if variant.operation.scaled:  # scaled codes: doubling their scales (family_relations.double_scale)
         return Example("metamorphic", variant.name, case, (("double_scale", True),))
     if not variant.operation.plain:  # the family's relations (properties/judge/family_relations.py)
@@ -96,7 +97,7 @@ class Metamorphic(Check):
                                           max_dim=backend.max_dim):
             params = gpu_relations(case, bool(variant.requirements.contiguous))
             if variant.operation.grouped:  # its relations relabel groups (same shapes) and pad K
-                params = {"pad": params["pad"]}
+                params = {} if variant.operation.scaled else {"pad": params["pad"]}
             plans += [(variant, c) for c in (case, *relations.problems(variant, case, params))]
         return plans
 

@@ -6,7 +6,9 @@ problem whose answer follows from the first run's.
             local moved with it, the metadata aligned again) gives C as it was. A kernel that treats
             the first or last group (expert) differently, or indexes B by a wrong group, fails it.
   pad K     zero columns appended to A and zero rows to every group's B leave C as it was (problems:
-            after each problem's own K columns and rows).
+            after each problem's own K columns and rows). Not for scaled groups: a scale of the new K
+            group multiplies the zeros, and an infinite or NaN scale makes them NaN.
+Scaled groups move their scales with them: B's a group each, A's with its rows.
 Problems (tutorial 08's form) are relabelled as ragged groups are, each with its own N and K.
 
 The second run is laid out as the first (B's groups packed where they overlapped), under the memory
@@ -40,11 +42,12 @@ def _rows(run: Run, index: np.ndarray) -> Run:
     return Run(run.c[index], bounds.Allowance(**fields))
 
 
-def _second(variant: Variant, launch: Launch, ops: Operands, case, a, b, metadata, mine: Run, relation: str) -> None:
-    """Launch on the changed problem and compare with `mine`, the first run's answer moved as the
-    relation moves it."""
+def _second(variant: Variant, launch: Launch, ops: Operands, case, a, b, metadata, mine: Run, relation: str,
+            scales: dict | None = None) -> None:
+    """Launch on the changed problem (its scales `scales`, moved) and compare with `mine`, the first
+    run's answer moved as the relation moves it."""
     case = replace(case, b=replace(case.b, batch_gap=max(case.b.batch_gap, 0)))
-    second_ops = grouped.operands(case, ops.c.view.device, ops.operation, a, b, metadata)
+    second_ops = grouped.operands(case, ops.c.view.device, ops.operation, a, b, metadata, scales)
     launch(variant, second_ops)
     oracles.memory(second_ops)
     oracles.all_written(second_ops.c.view, mine.allowance.reference,
@@ -52,6 +55,16 @@ def _second(variant: Variant, launch: Launch, ops: Operands, case, a, b, metadat
     got = to_float64(second_ops.c.view)
     second = Run(got, mine.allowance)
     compare.values(got, paired(mine.c, [mine, second]), against=f"the relation '{relation}'")
+
+
+def _moved_scales(ops: Operands, rows: np.ndarray | None) -> dict | None:
+    """Scaled groups: the scales as stored, B's in reverse group order, A's at `rows` (None: as they are)."""
+    if not ops.operation.scaled:
+        return None
+    a_scale, b_scale = (to_float64(ops.extras[name].view) for name in ("a_scale", "b_scale"))
+    if rows is not None and ops.operation.a_scale != "tensor":
+        a_scale = a_scale[rows]
+    return {"a_scale": a_scale, "b_scale": b_scale[::-1]}
 
 
 def relabel(variant: Variant, launch: Launch, ops: Operands, first: Run) -> None:
@@ -65,12 +78,13 @@ def relabel(variant: Variant, launch: Launch, ops: Operands, first: Run) -> None
         moved = replace(case, groups=Groups(len(sizes), sizes=sizes[::-1], dims=case.groups.dims[::-1]))
         metadata = None if case.groups.problems else grouped.group_index(sizes[::-1], op.ragged_index)
         _second(variant, launch, ops, moved, a[rows], b[::-1], metadata, _rows(first, rows),
-                "the groups in reverse order")
+                "the groups in reverse order", _moved_scales(ops, rows))
         return
     r = grouped.routing(case, op.block_m)
     renamed = aligned.align(r.num_experts - 1 - r.topk_ids, r.num_experts, r.block_m, r.topk_weights, r.local[::-1],
                             len(r.sorted_token_ids) if case.groups.shortcut else None)
-    _second(variant, launch, ops, case, a, b[::-1], renamed, first, "expert e renamed E - 1 - e")
+    _second(variant, launch, ops, case, a, b[::-1], renamed, first, "expert e renamed E - 1 - e",
+            _moved_scales(ops, None))
 
 
 def pad_k(variant: Variant, launch: Launch, ops: Operands, first: Run, extra: int) -> None:

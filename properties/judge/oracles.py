@@ -175,8 +175,18 @@ def _grouped_allowance(ops: Operands, arith: bounds.Arithmetic, out) -> bounds.A
         tokens = torch.as_tensor(g.a_rows, device=a.device)
         k, n_g = g.k if g.k is not None else a.shape[-1], g.n if g.n is not None else b.shape[-1]
         parts.append((g.c_rows, grouped.group_allowance(a.index_select(0, tokens)[:, :k], b[g.group][:k, :n_g], arith,
-                                                        out, op, g.weights if op.routed_weight else None)))
+                                                        out, op, g.weights if op.routed_weight else None,
+                                                        _group_scales(ops, tokens, g.group))))
     return grouped.stacked(parts, rows, n)
+
+
+def _group_scales(ops: Operands, tokens: torch.Tensor, group: int) -> dict[str, torch.Tensor] | None:
+    """A group's scales: A's at its rows (one for A: that one), B's of the group."""
+    if not ops.operation.scaled:
+        return None
+    a_scale, b_scale = ops.extras["a_scale"].view, ops.extras["b_scale"].view
+    rows = a_scale if ops.operation.a_scale == "tensor" else a_scale.index_select(0, tokens)
+    return {"a_scale": rows, "b_scale": b_scale[group:group + 1] if b_scale.dim() == 1 else b_scale[group]}
 
 
 def _scales(ops: Operands) -> dict[str, torch.Tensor]:

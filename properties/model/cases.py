@@ -586,7 +586,7 @@ SCALES = ("a_scale", "b_scale")
 
 
 def scale_shape(case: GemmCase, operation: Operation, name: str) -> tuple[int, ...]:
-    return operation.scale_shape(name[0], case.M, case.N, case.K)
+    return operation.scale_shape(name[0], case.M, case.N, case.K, case.groups.count if case.groups else 0)
 
 
 def scale_format(operation: Operation) -> Format:
@@ -607,7 +607,7 @@ def operand_format(operation: Operation, operand: str, fin: Format) -> Format:
 def _scale_layout(layout: Layout, values: np.ndarray | tuple) -> Layout | Vector:
     """A scale tensor's placement: a matrix's own layout, or a vector's as the one row of it."""
     shape = values.shape if isinstance(values, np.ndarray) else values
-    if len(shape) == 2:
+    if len(shape) >= 2:  # (grouped: a group's scales a problem of B's batch)
         return layout
     return Vector(layout.strides(1, shape[0])[1] if shape[0] > 1 else 1, layout.offset)
 

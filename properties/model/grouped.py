@@ -28,13 +28,18 @@ from gemm_fuzz.kernels.operation import Operation
 from gemm_fuzz.properties.model import routing as router
 from gemm_fuzz.properties.model.cases import (
     ROW,
+    SCALES,
+    Epilogue,
     GemmCase,
     Operands,
     Vector,
     _problem_values,
+    guarded_extra,
     guarded_input,
     guarded_output,
     poison,
+    scale_shape,
+    scale_values,
 )
 from gemm_fuzz.reference import bounds
 from gemm_fuzz.reference import routing as aligned
@@ -157,9 +162,10 @@ def views(ops: Operands) -> tuple[list[torch.Tensor], list[torch.Tensor], list[t
 
 
 def operands(case: GemmCase, device: torch.device, operation: Operation, va, vb,
-             metadata: np.ndarray | aligned.Routing) -> Operands:
-    """Guarded A (`va`), B (`vb`: values, or shapes for poison), C and the metadata, laid out as `case`
-    says: ragged, `metadata` is the group index; routed, the aligned routing."""
+             metadata: np.ndarray | aligned.Routing, scales: dict | None = None) -> Operands:
+    """Guarded A (`va`), B (`vb`: values, or shapes for poison), C, the metadata and the scales (`scales`,
+    float64 by name; None: drawn from the case's seed), laid out as `case` says: ragged, `metadata` is the
+    group index; routed, the aligned routing."""
     fin, fout = by_name(case.dtype), by_name(case.out_dtype)
     a = guarded_input("A", case.a, fin, va, device)
     b = guarded_input("B", case.b, fin, vb, device)
@@ -168,14 +174,21 @@ def operands(case: GemmCase, device: torch.device, operation: Operation, va, vb,
     c = guarded_output("C", (metadata.slots if routed else case.M, case.N), case.c, fout, device, members)
     if metadata is None:  # problems: no metadata, the lists are built at the launch (views)
         return Operands(case, a, b, c, {}, {}, operation)
+    placed = {}
+    if operation.scaled:  # A's by its rows (tokens), B's a group each, as given or as the case's seed draws them
+        epilogue = case.epilogue or Epilogue()
+        drawn = scales or (scale_values(case, operation) if isinstance(va, np.ndarray)
+                           else {n: scale_shape(case, operation, n) for n in SCALES})
+        placed = {name: guarded_extra(name, getattr(epilogue, name), operation, fout, v, device)
+                  for name, v in drawn.items()}
 
     def guarded(name: str, array: np.ndarray, fmt=INT32):
         return guarded_input(name, Vector() if array.ndim == 1 else ROW, fmt, np.asarray(array, dtype=np.float64),
                              device)
 
     if not routed:
-        return Operands(case, a, b, c, {"group_index": guarded("group_index", metadata)}, {}, operation)
-    extras = {"sorted_token_ids": guarded("sorted_token_ids", metadata.sorted_token_ids),
+        return Operands(case, a, b, c, {"group_index": guarded("group_index", metadata), **placed}, {}, operation)
+    extras = {**placed, "sorted_token_ids": guarded("sorted_token_ids", metadata.sorted_token_ids),
               "expert_ids": guarded("expert_ids", metadata.expert_ids),
               "num_tokens_post_padded": guarded("num_tokens_post_padded",
                                                 np.array([metadata.num_tokens_post_padded]))}
