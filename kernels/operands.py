@@ -295,8 +295,7 @@ def _check_grouped(variant: Variant, a, b, c, extras: dict) -> tuple[int, int, i
     if c.dtype not in variant.dtypes[a.dtype]:
         raise TypeError(f"C has dtype {_dtype_name(c.dtype)}; for {_dtype_name(a.dtype)} inputs variant "
                         f"{variant.name!r} writes " + ", ".join(_dtype_name(d) for d in variant.dtypes[a.dtype]))
-    _check_extras(variant, extras, (), M, N, c.dtype)
-    tensors = {"A": a, "B": b, "C": c}
+    tensors = {"A": a, "B": b, "C": c, **_check_extras(variant, extras, (), M, N, c.dtype, groups)}
     if op.scaled:  # a_scale by A's rows (tokens), b_scale a group each
         tensors.update(_check_scales(variant, extras, M, N, K, groups))
     top_k = extras.get("top_k", 1)
@@ -339,8 +338,10 @@ def _check_grouped(variant: Variant, a, b, c, extras: dict) -> tuple[int, int, i
     return M, N, K
 
 
-def _check_extras(variant: Variant, extras: dict, batch: tuple, M: int, N: int, out: torch.dtype) -> dict:
-    """The extras of the variant's operation, by keyword: present, of their shapes and dtypes."""
+def _check_extras(variant: Variant, extras: dict, batch: tuple, M: int, N: int, out: torch.dtype,
+                  groups: int = 0) -> dict:
+    """The extras of the variant's operation, by keyword: present, of their shapes and dtypes (grouped,
+    `groups` G: a bias a group, G x N)."""
     op = variant.operation
     keywords = op.keywords()
     unexpected = sorted(set(extras) - set(keywords))
@@ -353,7 +354,7 @@ def _check_extras(variant: Variant, extras: dict, batch: tuple, M: int, N: int, 
         raise TypeError(f"missing extra(s) {', '.join(missing)}: variant {variant.name!r} computes {op.describe()}")
     tensors = {}
     shapes = {"c_in": (*batch, M, N), "residual": (*batch, M, N), "pre": (*batch, M, op.n_columns(N)),
-              "bias": (N if op.bias == "n" else M,)}
+              "bias": (*((groups,) if groups else ()), N if op.bias == "n" else M)}
     for extra in ("alpha", "beta"):
         if extra in extras:
             value = extras[extra]
@@ -364,7 +365,7 @@ def _check_extras(variant: Variant, extras: dict, batch: tuple, M: int, N: int, 
             continue
         t = extras[extra]
         matrix = ("Bt x " if batch else "") + ("M x 2N" if extra == "pre" and op.gated else "M x N")
-        what = matrix if extra != "bias" else op.bias.upper()
+        what = matrix if extra != "bias" else ("G x " if groups else "") + op.bias.upper()
         _check_tensor(extra, t, what)
         if tuple(t.shape) != shape:
             raise ValueError(f"{extra} has shape {tuple(t.shape)}; expected {shape}")

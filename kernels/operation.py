@@ -240,10 +240,14 @@ class Operation:
                   "the name of the configuration key that holds it (e.g. block_m='BLOCK_SIZE_M')")
         if not routed and (self.block_m is not None or self.routed_weight or self.expert_parallel):
             wrong("block_m, routed_weight or expert_parallel without grouped='routed'", "them with grouped='routed'")
-        if self.grouped and (self.batched or self.alpha or self.beta or self.bias or self.residual
-                             or self.pre_activation):
-            wrong(f"grouped={self.grouped!r} with a batch or extras", "a grouped product, its scales, its activation "
-                  "or gated activation (a fused SwiGLU), and routed_weight (for now)")
+        if self.grouped and (self.batched or self.beta or self.bias == "m" or self.residual or self.pre_activation):
+            wrong(f"grouped={self.grouped!r} with a batch, beta, a bias along M, a residual or pre", "a grouped "
+                  "product, alpha, a bias a group (bias='n': G x N), its scales, its activation or gated activation "
+                  "(a fused SwiGLU), and routed_weight")
+        if self.grouped == "problems" and (self.alpha or self.bias):
+            wrong("grouped='problems' with alpha or a bias", "the plain product of each problem (for now)")
+        if self.routed_weight and (self.alpha or self.bias):
+            wrong("routed_weight with alpha or a bias", "the router's weight on the product alone (for now)")
         if self.grouped and self.scaled and (self.weight or self.scale_dtype != "fp32" or self.grouped == "problems"):
             wrong(f"grouped={self.grouped!r} with weight={self.weight!r}, scale_dtype={self.scale_dtype!r}",
                   "ragged or routed groups of fp8 or int8 codes (A's and B's) with fp32 scales, B's a group each")

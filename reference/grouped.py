@@ -17,11 +17,13 @@ _FIELDS = ("expected", "bound", "exact", "pos_inf", "neg_inf", "nan", "free", "r
 
 
 def group_allowance(a: torch.Tensor, b: torch.Tensor, arith: bounds.Arithmetic, out: Format, op,
-                    weights: np.ndarray | None = None, scales: dict | None = None) -> bounds.Allowance:
+                    weights: np.ndarray | None = None, scales: dict | None = None, values: dict | None = None,
+                    scalars: dict | None = None) -> bounds.Allowance:
     """One group's rows: A's rows `a` (R x K) times `b` (K x N, gated K x 2N), dequantized by their
     `scales` (the rows' a_scale, the group's b_scale) where the operation is scaled (scaled.py), through
-    the operation's activation (`op`, a kernels.operation.Operation), each row times its router weight
-    (`weights`, R fp32 values) where given."""
+    the operation's epilogue (`op`, a kernels.operation.Operation: alpha, the group's bias in `values`,
+    float64, alpha in `scalars`, the activation), each row times its router weight (`weights`, R fp32
+    values) where given."""
     k = a.shape[-1]
     if op.scaled:
         product, parts = scaled.scaled_product(op, a, b, scales)
@@ -32,7 +34,7 @@ def group_allowance(a: torch.Tensor, b: torch.Tensor, arith: bounds.Arithmetic, 
             return bounds.allowance(product, k, arith, out)
         term = epilogue.product_term(product, k, arith)
     if weights is None:
-        return epilogue.allowances(term, op, {}, {}, out)["C"]
+        return epilogue.allowances(term, op, values or {}, scalars or {}, out)["C"]
     fp32 = epilogue.Arithmetic(FORMATS["fp32"])
     return epilogue.finish(epilogue.multiply(term, epilogue.constant(weights[:, None]), fp32), out)
 

@@ -10,6 +10,8 @@ with one bug a real author could write, which only one kind of case shows:
                                                                          read past B or another group's weights
   grouped_mm_offs            grouped_mm_offs_first_start_unguarded       any case: group 0's start read at offs[-1]
   liger_moe_swiglu           liger_moe_swiglu_halves_swapped             N past 0: silu applied to the up half
+  vllm_fused_moe_bias        vllm_fused_moe_bias_unmasked                N not a multiple of the tile: the expert's
+                                                                         bias read past its N columns
 
 vLLM's and SGLang's fused_moe_kernel gathers A's rows by token and scatters C's by slot over moe_align_block_size's
 metadata; FBGEMM's Triton grouped_gemm walks ragged groups over m_sizes in a persistent loop; torch._grouped_mm's
@@ -301,3 +303,72 @@ def liger_moe_swiglu(a, b, c, *, sorted_token_ids, expert_ids, num_tokens_post_p
 @contract(dtypes=HALF, blocks=(16, 16, 16), operation=SWIGLU)
 def liger_moe_swiglu_halves_swapped(a, b, c, *, sorted_token_ids, expert_ids, num_tokens_post_padded, top_k):
     _liger(a, b, c, sorted_token_ids, expert_ids, num_tokens_post_padded, top_k, True)
+
+
+# --- vLLM fused_moe_kernel with HAS_BIAS (gpt-oss's experts carry a bias, (E, N)): the bias of the block's expert
+# --- added to the fp32 accumulator before the cast; the twin loads it at the tile's unwrapped columns, unmasked
+
+
+@triton.jit
+def _fused_moe_bias_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, sorted_token_ids_ptr, expert_ids_ptr,
+                           num_tokens_post_padded_ptr, N, K, EM, num_valid_tokens,
+                           stride_am, stride_ak, stride_be, stride_bk, stride_bn, stride_cm, stride_cn,
+                           stride_bbe, stride_bbn, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
+                           BLOCK_SIZE_K: tl.constexpr, top_k: tl.constexpr, UNMASKED_BIAS: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
+    pid_m = pid // num_pid_n
+    pid_n = pid % num_pid_n
+    num_tokens_post_padded = tl.load(num_tokens_post_padded_ptr)
+    if pid_m * BLOCK_SIZE_M >= num_tokens_post_padded:
+        return
+    offs_token_id = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M).to(tl.int64)
+    offs_token = tl.load(sorted_token_ids_ptr + offs_token_id)
+    token_mask = offs_token < num_valid_tokens
+    off_experts = tl.load(expert_ids_ptr + pid_m).to(tl.int64)
+
+    offs_bn = (pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N).to(tl.int64)) % N
+    offs_k = tl.arange(0, BLOCK_SIZE_K)
+    a_ptrs = a_ptr + (offs_token[:, None] // top_k * stride_am + offs_k[None, :] * stride_ak)
+    b_ptrs = b_ptr + off_experts * stride_be + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+    accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
+        a = tl.load(a_ptrs, mask=token_mask[:, None] & (offs_k[None, :] < K - k * BLOCK_SIZE_K), other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_SIZE_K, other=0.0)
+        accumulator += tl.dot(a, b, input_precision="ieee")
+        a_ptrs += BLOCK_SIZE_K * stride_ak
+        b_ptrs += BLOCK_SIZE_K * stride_bk
+
+    offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+    if UNMASKED_BIAS:
+        bias = tl.load(bias_ptr + off_experts * stride_bbe + offs_cn * stride_bbn)
+    else:
+        bias = tl.load(bias_ptr + off_experts * stride_bbe + offs_bn * stride_bbn)
+    accumulator = accumulator + bias[None, :].to(tl.float32)
+    c_ptrs = c_ptr + stride_cm * offs_token[:, None] + stride_cn * offs_cn[None, :]
+    c_mask = token_mask[:, None] & (offs_cn[None, :] < N)
+    tl.store(c_ptrs, accumulator.to(c_ptr.dtype.element_ty), mask=c_mask)
+
+
+MOE_BIAS = Operation(grouped="routed", block_m=16, bias="n")
+
+
+def _fused_moe_bias(a, b, c, bias, sorted_token_ids, expert_ids, num_tokens_post_padded, top_k, unmasked):
+    EM, N = sorted_token_ids.shape[0], b.shape[2]
+    assert bias.shape == (b.shape[0], N)
+    grid = (triton.cdiv(EM, 16) * triton.cdiv(N, 32),)
+    _fused_moe_bias_kernel[grid](a, b, c, bias, sorted_token_ids, expert_ids, num_tokens_post_padded, N, b.shape[1],
+                                 EM, a.shape[0] * top_k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                                 b.stride(2), c.stride(0), c.stride(1), bias.stride(0), bias.stride(1),
+                                 BLOCK_SIZE_M=16, BLOCK_SIZE_N=32, BLOCK_SIZE_K=16, top_k=top_k,
+                                 UNMASKED_BIAS=unmasked)
+
+
+@contract(dtypes=HALF, blocks=(16, 32, 16), operation=MOE_BIAS)
+def vllm_fused_moe_bias(a, b, c, *, bias, sorted_token_ids, expert_ids, num_tokens_post_padded, top_k):
+    _fused_moe_bias(a, b, c, bias, sorted_token_ids, expert_ids, num_tokens_post_padded, top_k, False)
+
+
+@contract(dtypes=HALF, blocks=(16, 32, 16), operation=MOE_BIAS)
+def vllm_fused_moe_bias_unmasked(a, b, c, *, bias, sorted_token_ids, expert_ids, num_tokens_post_padded, top_k):
+    _fused_moe_bias(a, b, c, bias, sorted_token_ids, expert_ids, num_tokens_post_padded, top_k, True)

@@ -20,7 +20,7 @@ from gemm_fuzz.properties.checks import grouped_loop
 from gemm_fuzz.properties.checks.reference import judged
 from gemm_fuzz.properties.evaluation import mutation
 from gemm_fuzz.properties.judge import agreement, grouped_relations, oracles, relations
-from gemm_fuzz.properties.judge.failures import DuplicateStore, ValueOutOfBound
+from gemm_fuzz.properties.judge.failures import DuplicateStore, NotBitExact, ValueOutOfBound
 from gemm_fuzz.properties.launch.launching import launch
 from gemm_fuzz.properties.model import grouped
 from gemm_fuzz.properties.model.cases import GemmCase, Groups, Layout
@@ -32,7 +32,10 @@ from gemm_fuzz.properties.model.cases import GemmCase, Groups, Layout
     (dict(grouped="routed", block_m=0), "block_m"),
     (dict(grouped="ragged", block_m=16), "without grouped='routed'"),
     (dict(grouped="ragged", ragged_index="offsets"), "ragged_index='offsets'"),
-    (dict(grouped="ragged", bias="n"), "with a batch or extras"),
+    (dict(grouped="ragged", bias="m"), "a bias along M"),
+    (dict(grouped="ragged", beta=True, bias="n", beta_scales="bias"), "with a batch, beta"),
+    (dict(grouped="routed", block_m=16, routed_weight=True, bias="n"), "routed_weight with alpha or a bias"),
+    (dict(grouped="problems", alpha=True), "grouped='problems' with alpha or a bias"),
     (dict(grouped="ragged", weight="int4", b_scale="group"), "fp8 or int8 codes"),
     (dict(grouped="problems", a_scale="row", b_scale="col"), "ragged or routed groups of fp8 or int8 codes"),
     (dict(grouped="routed", block_m=16, routed_weight=True, activation="silu"), "routed_weight with an activation"),
@@ -247,3 +250,61 @@ def test_a_scaled_grouped_launcher_takes_b_scales_a_group_each(backend):
         variant.launch(a, b, c, **{**extras, "a_scale": torch.ones(2, device=device),
                                    "b_scale": torch.ones(2, 5, device=device)})
     assert c.isnan().all()
+
+
+@triton.jit
+def _ragged_alpha_bias(a_ptr, b_ptr, c_ptr, ends_ptr, bias_ptr, alpha, N, K, stride_am, stride_ak, stride_bg,
+                       stride_bk, stride_bn, stride_cm, stride_cn, stride_biasg, stride_biasn,
+                       BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, FIRST_BIAS: tl.constexpr):
+    g, tile = tl.program_id(0), tl.program_id(1)
+    start = tl.load(ends_ptr + g - 1, mask=g > 0, other=0)
+    rows = tl.load(ends_ptr + g) - start
+    offs_m = (tile // tl.cdiv(N, BN)) * BM + tl.arange(0, BM)
+    offs_n = (tile % tl.cdiv(N, BN)) * BN + tl.arange(0, BN)
+    if (tile // tl.cdiv(N, BN)) * BM < rows:
+        offs_k = tl.arange(0, BK)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, tl.cdiv(K, BK)):
+            a = tl.load(a_ptr + (start + offs_m)[:, None] * stride_am + (k * BK + offs_k)[None, :] * stride_ak,
+                        mask=(offs_m[:, None] < rows) & ((k * BK + offs_k)[None, :] < K), other=0.0)
+            b = tl.load(b_ptr + g * stride_bg + (k * BK + offs_k)[:, None] * stride_bk + offs_n[None, :] * stride_bn,
+                        mask=((k * BK + offs_k)[:, None] < K) & (offs_n[None, :] < N), other=0.0)
+            acc = tl.dot(a, b, acc, input_precision="ieee")
+        which = 0 if FIRST_BIAS else g
+        bias = tl.load(bias_ptr + which * stride_biasg + offs_n * stride_biasn, mask=offs_n < N, other=0.0)
+        acc = alpha * acc + bias[None, :].to(tl.float32)
+        tl.store(c_ptr + (start + offs_m)[:, None] * stride_cm + offs_n[None, :] * stride_cn,
+                 acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < rows) & (offs_n[None, :] < N))
+
+
+def _alpha_bias_variant(first_bias: bool):
+    """A ragged grouped kernel computing alpha * A[rows of g] @ B[g] + bias[g] (bias[0] for every group, wrong)."""
+    op = Operation(grouped="ragged", ragged_index="ends", alpha=True, bias="n")
+
+    def launch_it(a, b, c, config=None, *, group_index, bias, alpha):
+        M, K = a.shape
+        G, _, N = b.shape
+        grid = (G, triton.cdiv(max(M, 1), 16) * triton.cdiv(N, 16))
+        _ragged_alpha_bias[grid](a, b, c, group_index, bias, alpha, N, K, a.stride(0), a.stride(1), b.stride(0),
+                                 b.stride(1), b.stride(2), c.stride(0), c.stride(1), bias.stride(0), bias.stride(1),
+                                 BM=16, BN=16, BK=16, FIRST_BIAS=first_bias)
+
+    return kernels.Variant(name=f"ragged_alpha_bias{'_first' if first_bias else ''}", launch=launch_it,
+                           dtypes={torch.float16: (torch.float16,)}, precision="ieee",
+                           configs={"cpu": (dict(BM=16, BN=16, BK=16),), "cuda": (dict(BM=16, BN=16, BK=16),)},
+                           origin="test", operation=op)
+
+
+def test_alpha_and_a_bias_a_group_are_judged_group_by_group_and_move_with_their_groups(backend):
+    from gemm_fuzz.properties.model.cases import Epilogue, Vector
+
+    case = GemmCase(9, 17, 5, "fp16", "fp16", groups=Groups(3, sizes=(4, 0, 5)), profile="small_ints", seed=1,
+                    epilogue=Epilogue(alpha=2.0, bias=Vector(2, 1)))
+    right = _alpha_bias_variant(False)
+    observed, ops, verdict = judged(right, case, backend)
+    assert tuple(ops.extras["bias"].view.shape) == (3, 17) and ops.scalars["alpha"] == 2.0
+    run = lambda v, o: launch(v, o, backend)  # noqa: E731
+    grouped_relations.relabel(right, run, ops, relations.observed(verdict))
+    grouped_relations.pad_k(right, run, ops, relations.observed(verdict), extra=3)
+    with pytest.raises((ValueOutOfBound, NotBitExact)):
+        judged(_alpha_bias_variant(True), case, backend)

@@ -8,8 +8,8 @@ import pytest
 KERNELS = Path(__file__).with_name("moe_kernels.py")
 SCALED = Path(__file__).with_name("scaled_moe_kernels.py")  # fp8 codes with scales
 FAST = ["--gemm-backend", "interpreter", "-p", "no:cacheprovider", "--hypothesis-profile", "ci", "--gemm-repros", ""]
-RIGHT = ("vllm_fused_moe", "fbgemm_grouped_gemm", "grouped_mm_offs", "liger_moe_swiglu", "fbgemm_grouped_fp8_rowwise",
-         "vllm_fused_moe_fp8")
+RIGHT = ("vllm_fused_moe", "fbgemm_grouped_gemm", "grouped_mm_offs", "liger_moe_swiglu", "vllm_fused_moe_bias",
+         "fbgemm_grouped_fp8_rowwise", "vllm_fused_moe_fp8")
 # the wrong twin -> the kind of failure its shrunk case raises, and that case
 CAUGHT = {
     "vllm_fused_moe_no_expert_parallel": ("out-of-bounds access",
@@ -19,6 +19,8 @@ CAUGHT = {
                                          "1x1x2 fp16->fp16 A:row B:row/step2 C:row ones seed=0 groups=0,1"),
     "grouped_mm_offs_first_start_unguarded": ("out-of-bounds access", "1x1x1 fp16->fp16 * groups=1"),
     "liger_moe_swiglu_halves_swapped": ("value out of bound", "1x2x2 fp16->fp16 * experts=1 top_k=1 route=uniform"),
+    # the bias loaded at the tile's unwrapped columns: past one expert's N = 1
+    "vllm_fused_moe_bias_unmasked": ("out-of-bounds access", "1x1x1 fp16->fp16 * experts=1 top_k=1 route=uniform"),
     # group 1's row scaled by group 0's w_scale (the scales are powers of two: exact)
     "fbgemm_grouped_fp8_rowwise_first_group_scale": ("not bit-exact", "1x1x1 fp8e4m3->bf16 * groups=0,1"),
     # expert 0 not local: its block reads w_scale[-1]

@@ -8,7 +8,7 @@ problem whose answer follows from the first run's.
   pad K     zero columns appended to A and zero rows to every group's B leave C as it was (problems:
             after each problem's own K columns and rows). Not for scaled groups: a scale of the new K
             group multiplies the zeros, and an infinite or NaN scale makes them NaN.
-Scaled groups move their scales with them: B's a group each, A's with its rows.
+Scales and a bias move with their groups: B's scales and the bias a group each, A's scales with its rows.
 Problems (tutorial 08's form) are relabelled as ragged groups are, each with its own N and K.
 
 The second run is laid out as the first (B's groups packed where they overlapped), under the memory
@@ -43,11 +43,11 @@ def _rows(run: Run, index: np.ndarray) -> Run:
 
 
 def _second(variant: Variant, launch: Launch, ops: Operands, case, a, b, metadata, mine: Run, relation: str,
-            scales: dict | None = None) -> None:
-    """Launch on the changed problem (its scales `scales`, moved) and compare with `mine`, the first
-    run's answer moved as the relation moves it."""
+            given: dict | None = None) -> None:
+    """Launch on the changed problem (its scales and bias `given`, moved) and compare with `mine`, the
+    first run's answer moved as the relation moves it."""
     case = replace(case, b=replace(case.b, batch_gap=max(case.b.batch_gap, 0)))
-    second_ops = grouped.operands(case, ops.c.view.device, ops.operation, a, b, metadata, scales)
+    second_ops = grouped.operands(case, ops.c.view.device, ops.operation, a, b, metadata, given)
     launch(variant, second_ops)
     oracles.memory(second_ops)
     oracles.all_written(second_ops.c.view, mine.allowance.reference,
@@ -57,14 +57,21 @@ def _second(variant: Variant, launch: Launch, ops: Operands, case, a, b, metadat
     compare.values(got, paired(mine.c, [mine, second]), against=f"the relation '{relation}'")
 
 
-def _moved_scales(ops: Operands, rows: np.ndarray | None) -> dict | None:
-    """Scaled groups: the scales as stored, B's in reverse group order, A's at `rows` (None: as they are)."""
-    if not ops.operation.scaled:
+def _extras(ops: Operands) -> dict:
+    """The scales and bias as stored (float64), by name."""
+    return {name: to_float64(ops.extras[name].view) for name in ("a_scale", "b_scale", "bias") if name in ops.extras}
+
+
+def _moved_extras(ops: Operands, rows: np.ndarray | None) -> dict | None:
+    """The scales and bias as stored, moved with the groups: B's scales and the bias in reverse group
+    order, A's scales at `rows` (None: as they are)."""
+    op = ops.operation
+    found = _extras(ops)
+    if not found:
         return None
-    a_scale, b_scale = (to_float64(ops.extras[name].view) for name in ("a_scale", "b_scale"))
-    if rows is not None and ops.operation.a_scale != "tensor":
-        a_scale = a_scale[rows]
-    return {"a_scale": a_scale, "b_scale": b_scale[::-1]}
+    if rows is not None and op.a_scale not in (None, "tensor"):
+        found["a_scale"] = found["a_scale"][rows]
+    return {name: v[::-1] if name != "a_scale" else v for name, v in found.items()}
 
 
 def relabel(variant: Variant, launch: Launch, ops: Operands, first: Run) -> None:
@@ -78,13 +85,13 @@ def relabel(variant: Variant, launch: Launch, ops: Operands, first: Run) -> None
         moved = replace(case, groups=Groups(len(sizes), sizes=sizes[::-1], dims=case.groups.dims[::-1]))
         metadata = None if case.groups.problems else grouped.group_index(sizes[::-1], op.ragged_index)
         _second(variant, launch, ops, moved, a[rows], b[::-1], metadata, _rows(first, rows),
-                "the groups in reverse order", _moved_scales(ops, rows))
+                "the groups in reverse order", _moved_extras(ops, rows))
         return
     r = grouped.routing(case, op.block_m)
     renamed = aligned.align(r.num_experts - 1 - r.topk_ids, r.num_experts, r.block_m, r.topk_weights, r.local[::-1],
                             len(r.sorted_token_ids) if case.groups.shortcut else None)
     _second(variant, launch, ops, case, a, b[::-1], renamed, first, "expert e renamed E - 1 - e",
-            _moved_scales(ops, None))
+            _moved_extras(ops, None))
 
 
 def pad_k(variant: Variant, launch: Launch, ops: Operands, first: Run, extra: int) -> None:
@@ -100,7 +107,8 @@ def pad_k(variant: Variant, launch: Launch, ops: Operands, first: Run, extra: in
     padded = replace(case, K=case.K + extra)
     metadata = (grouped.routing(case, op.block_m) if case.groups.routed
                 else grouped.group_index(case.groups.sizes, op.ragged_index))
-    _second(variant, launch, ops, padded, a2, b2, metadata, first, f"append {extra} zero columns to A and rows to B")
+    _second(variant, launch, ops, padded, a2, b2, metadata, first, f"append {extra} zero columns to A and rows to B",
+            _extras(ops) or None)
 
 
 def _pad_problems(variant: Variant, launch: Launch, ops: Operands, first: Run, extra: int, a, b) -> None:

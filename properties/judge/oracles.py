@@ -174,9 +174,10 @@ def _grouped_allowance(ops: Operands, arith: bounds.Arithmetic, out) -> bounds.A
             continue
         tokens = torch.as_tensor(g.a_rows, device=a.device)
         k, n_g = g.k if g.k is not None else a.shape[-1], g.n if g.n is not None else b.shape[-1]
+        values = {"bias": to_float64(ops.extras["bias"].view[g.group])} if op.bias else {}
         parts.append((g.c_rows, grouped.group_allowance(a.index_select(0, tokens)[:, :k], b[g.group][:k, :n_g], arith,
                                                         out, op, g.weights if op.routed_weight else None,
-                                                        _group_scales(ops, tokens, g.group))))
+                                                        _group_scales(ops, tokens, g.group), values, ops.scalars)))
     return grouped.stacked(parts, rows, n)
 
 

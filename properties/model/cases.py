@@ -576,7 +576,8 @@ def _drawn_shape(shape: tuple[int, ...], layout: Layout | Vector) -> tuple[int, 
 def _extra_shapes(case: GemmCase, operation: Operation) -> dict[str, tuple[int, ...]]:
     """The shapes of the epilogue's inputs the operation has (bias, c_in, residual)."""
     batch = (case.batch,) if case.batch else ()
-    shapes = {"bias": (case.N if operation.bias == "n" else case.M,), "c_in": (*batch, case.M, case.N),
+    groups = (case.groups.count,) if case.groups else ()  # grouped: a bias a group
+    shapes = {"bias": (*groups, case.N if operation.bias == "n" else case.M), "c_in": (*batch, case.M, case.N),
               "residual": (*batch, case.M, case.N)}
     present = {"bias": operation.bias is not None, "c_in": operation.has_c_in, "residual": operation.residual}
     return {name: shape for name, shape in shapes.items() if present[name]}

@@ -31,9 +31,12 @@ from gemm_fuzz.properties.model.cases import (
     SCALES,
     Epilogue,
     GemmCase,
+    Layout,
     Operands,
     Vector,
+    _extra_shapes,
     _problem_values,
+    extra_values,
     guarded_extra,
     guarded_input,
     guarded_output,
@@ -162,10 +165,10 @@ def views(ops: Operands) -> tuple[list[torch.Tensor], list[torch.Tensor], list[t
 
 
 def operands(case: GemmCase, device: torch.device, operation: Operation, va, vb,
-             metadata: np.ndarray | aligned.Routing, scales: dict | None = None) -> Operands:
-    """Guarded A (`va`), B (`vb`: values, or shapes for poison), C, the metadata and the scales (`scales`,
-    float64 by name; None: drawn from the case's seed), laid out as `case` says: ragged, `metadata` is the
-    group index; routed, the aligned routing."""
+             metadata: np.ndarray | aligned.Routing, given: dict | None = None) -> Operands:
+    """Guarded A (`va`), B (`vb`: values, or shapes for poison), C, the metadata, the scales and the bias
+    (`given`, float64 by name; None: drawn from the case's seed) and alpha, laid out as `case` says:
+    ragged, `metadata` is the group index; routed, the aligned routing."""
     fin, fout = by_name(case.dtype), by_name(case.out_dtype)
     a = guarded_input("A", case.a, fin, va, device)
     b = guarded_input("B", case.b, fin, vb, device)
@@ -174,24 +177,35 @@ def operands(case: GemmCase, device: torch.device, operation: Operation, va, vb,
     c = guarded_output("C", (metadata.slots if routed else case.M, case.N), case.c, fout, device, members)
     if metadata is None:  # problems: no metadata, the lists are built at the launch (views)
         return Operands(case, a, b, c, {}, {}, operation)
-    placed = {}
-    if operation.scaled:  # A's by its rows (tokens), B's a group each, as given or as the case's seed draws them
-        epilogue = case.epilogue or Epilogue()
-        drawn = scales or (scale_values(case, operation) if isinstance(va, np.ndarray)
-                           else {n: scale_shape(case, operation, n) for n in SCALES})
-        placed = {name: guarded_extra(name, getattr(epilogue, name), operation, fout, v, device)
+    placed, epilogue = {}, case.epilogue or Epilogue()
+    if operation.scaled or operation.bias:  # scales (A's by its rows, B's a group each), a bias a group
+        drawn = dict(given) if given else {}
+        if not given and isinstance(va, np.ndarray):
+            drawn = {**(scale_values(case, operation) if operation.scaled else {}), **extra_values(case, operation)}
+        elif not given:
+            drawn = {**{n: scale_shape(case, operation, n) for n in SCALES if operation.scaled},
+                     **_extra_shapes(case, operation)}
+        placed = {name: guarded_extra(name, _group_layout(getattr(epilogue, name)) if name == "bias"
+                                      else getattr(epilogue, name), operation, fout, v, device)
                   for name, v in drawn.items()}
+    scalars = {"alpha": epilogue.alpha} if operation.alpha else {}
 
     def guarded(name: str, array: np.ndarray, fmt=INT32):
         return guarded_input(name, Vector() if array.ndim == 1 else ROW, fmt, np.asarray(array, dtype=np.float64),
                              device)
 
     if not routed:
-        return Operands(case, a, b, c, {"group_index": guarded("group_index", metadata), **placed}, {}, operation)
+        return Operands(case, a, b, c, {"group_index": guarded("group_index", metadata), **placed}, scalars,
+                        operation)
     extras = {**placed, "sorted_token_ids": guarded("sorted_token_ids", metadata.sorted_token_ids),
               "expert_ids": guarded("expert_ids", metadata.expert_ids),
               "num_tokens_post_padded": guarded("num_tokens_post_padded",
                                                 np.array([metadata.num_tokens_post_padded]))}
     if operation.routed_weight:
         extras["topk_weights"] = guarded("topk_weights", metadata.topk_weights, FP32)
-    return Operands(case, a, b, c, extras, {"top_k": metadata.top_k}, operation)
+    return Operands(case, a, b, c, extras, {"top_k": metadata.top_k, **scalars}, operation)
+
+
+def _group_layout(bias: Vector) -> Layout:
+    """A bias a group (G x N) laid out as its drawn vector says along N, the groups one after another."""
+    return Layout(step=max(bias.stride, 1), offset=bias.offset, broadcast="cols" if bias.stride == 0 else "")
