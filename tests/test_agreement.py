@@ -30,6 +30,10 @@ def test_a_variant_that_differs_is_named():
         agreement.judge({"a": right, "b": right, "c": wrong}, focus="c")  # ...and here it is the outlier
     near = _run([[1.0, 2.5]], [[1.0, 2.0]], 0.3, False)
     agreement.judge({"a": near, "b": _run([[1.0, 2.0]], [[1.0, 2.0]], 0.3, False)})
+    # a user's kernel against its one judge: the judge (a built-in) is the majority
+    with pytest.raises(ValueOutOfBound, match=r"1 of 2 variants differ from the majority \(tiled\):\n  c: C\[0, 1\]"):
+        agreement.judge({"c": wrong, "tiled": right}, focus="c")
+    agreement.judge({"c": right, "tiled": right}, focus="c")
 
 
 def test_an_overflow_agrees_only_where_a_partial_sum_may_overflow():

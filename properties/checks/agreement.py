@@ -2,14 +2,15 @@
 the sum of their bounds elsewhere (properties/judge/agreement.py). With a user's kernel (the focus),
 it is judged by the built-in variants and only its disagreement fails.
 
-In the interpreter every variant runs on every example. On a GPU each peer costs a compilation per
-specialization of the case (about 0.6 s on an H100): there the built-in variants judge each other
-with PEERS_ON_GPU peers drawn per example from the rest (shrinking toward the first ones, so every
-peer is reached over the examples), and a user's kernel is judged by one of the plainest built-ins
-(GPU_JUDGES) on cases of GPU_AGREEMENT_CLASSES specialization classes, compiled ahead when the run
-starts. More peers would add nothing the main property does not check: agreement holds the focus to
-the sum of two bounds, never tighter than its own bound against the float64 reference. The stratified
-cases of the focus (or of each variant in turn) run first.
+A user's kernel is judged by one of the plainest built-ins (JUDGES) on each example: more peers would
+add nothing the main property does not check (agreement holds the focus to the sum of two bounds, never
+tighter than its own bound against the float64 reference), only their runs, which in the interpreter
+were most of a battery's time. On a GPU its cases come from GPU_AGREEMENT_CLASSES specialization classes
+and its judges' kernels are compiled ahead when the run starts. The built-in variants judge each other:
+in the interpreter every variant on every example; on a GPU, where each peer costs a compilation per
+specialization of the case (about 0.6 s on an H100), PEERS_ON_GPU peers drawn per example from the rest
+(shrinking toward the first ones, so every peer is reached over the examples). The stratified cases of
+the focus (or of each variant in turn) run first.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from gemm_fuzz.reference.formats import by_name
 from gemm_fuzz.reference.numpy_ref import to_float64
 
 PEERS_ON_GPU = 3
-GPU_JUDGES = ("tiled", "naive")  # a user's kernel on a GPU is judged by one of these
+JUDGES = ("tiled", "naive")  # a user's kernel is judged by one of these
 GPU_AGREEMENT_CLASSES = 3  # on cases of this many specialization classes
 
 
@@ -97,31 +98,29 @@ def _example(focus, case, peers) -> Example:
 
 
 def _judges(peers: list, focus) -> list:
-    """Who judges a user's kernel on a GPU: the plainest built-ins computing its operation."""
-    return [v for v in peers if v.name in GPU_JUDGES] or [v for v in peers if v is not focus][:1]
+    """Who judges a user's kernel: the plainest built-ins computing its operation."""
+    return [v for v in peers if v.name in JUDGES] or [v for v in peers if v is not focus][:1]
 
 
-def _gpu_judged(focus, backend) -> bool:
-    """A user's kernel on a GPU: judged by one of the plainest built-ins, on a few classes."""
-    return focus is not None and not backend.interpreted
+def _judged_sized(backend) -> dict:
+    """How a user's kernel's agreement cases are drawn: on a GPU, from a few specialization classes."""
+    return _sized(backend) if backend.interpreted else _sized(backend, compile_budget=GPU_AGREEMENT_CLASSES)
 
 
 @st.composite
 def _examples(draw, dtype: str, focus, backend, operation: Operation):
     peers = peers_of(dtype, backend, operation)
-    if _gpu_judged(focus, backend):
+    if focus is not None:
         judges = _judges(peers, focus)
-        sized = _sized(backend, compile_budget=GPU_AGREEMENT_CLASSES)
-        case = draw(strategies.gemm_cases(focus, dtype, **sized))
+        case = draw(strategies.gemm_cases(focus, dtype, **_judged_sized(backend)))
         return _example(focus, case, [focus, draw(st.sampled_from(judges))] if judges else [focus])
-    # any variant's cases: those of the most demanding ones (aligned, contiguous) are taken by all
-    source = focus or draw(st.sampled_from(peers))
-    case = draw(strategies.gemm_cases(source, dtype, **_sized(backend)))
-    if focus is None:  # every variant runs in its default configuration; a focus in the case's
-        case = dataclasses.replace(case, config=())
+    # any variant's cases: those of the most demanding ones (aligned, contiguous) are taken by all; every
+    # variant runs in its default configuration
+    source = draw(st.sampled_from(peers))
+    case = dataclasses.replace(draw(strategies.gemm_cases(source, dtype, **_sized(backend))), config=())
     if not backend.interpreted:
-        peers = draw(strategies.some_peers(peers, [v for v in (focus, source) if v], PEERS_ON_GPU))
-    return _example(focus, case, peers)
+        peers = draw(strategies.some_peers(peers, [source], PEERS_ON_GPU))
+    return _example(None, case, peers)
 
 
 class Agreement(Check):
@@ -134,22 +133,20 @@ class Agreement(Check):
     def stratified(self, group, backend) -> list:
         dtype, focus = group.dtype, group.focus
         peers = peers_of(dtype, backend, group.operation)
-        if _gpu_judged(focus, backend):
+        if focus is not None:
             judges = _judges(peers, focus)
-            cases = stratified.cases(focus, dtype, **_sized(backend, compile_budget=GPU_AGREEMENT_CLASSES))
+            cases = stratified.cases(focus, dtype, **_judged_sized(backend))
             return [_example(focus, c, [focus, judges[i % len(judges)]] if judges else [focus])
                     for i, c in enumerate(cases)]
-        sources = [focus] if focus else peers
-        lists = {v.name: stratified.cases(v, dtype, **_sized(backend)) for v in sources}
+        lists = {v.name: stratified.cases(v, dtype, **_sized(backend)) for v in peers}
         found = []
         for i in range(max(len(cases) for cases in lists.values())):  # the i-th of the i-th variant's
-            source = sources[i % len(sources)]
-            case = lists[source.name][i % len(lists[source.name])]
-            if focus is None:  # every variant in its default configuration, as drawn
-                case = dataclasses.replace(case, config=())
+            source = peers[i % len(peers)]
+            # every variant in its default configuration, as drawn
+            case = dataclasses.replace(lists[source.name][i % len(lists[source.name])], config=())
             first = peers[:PEERS_ON_GPU]
-            chosen = peers if backend.interpreted else [v for v in peers if v in (focus, source) or v in first]
-            found.append(_example(focus, case, chosen))
+            chosen = peers if backend.interpreted else [v for v in peers if v is source or v in first]
+            found.append(_example(None, case, chosen))
         return found
 
     def compile_plans(self, target, backend, user: bool) -> list:
