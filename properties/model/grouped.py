@@ -179,10 +179,11 @@ def operands(case: GemmCase, device: torch.device, operation: Operation, va, vb,
         return Operands(case, a, b, c, {}, {}, operation)
     placed, epilogue = {}, case.epilogue or Epilogue()
     if operation.scaled or operation.bias:  # scales (A's by its rows, B's a group each), a bias a group
-        drawn = dict(given) if given else {}
-        if not given and isinstance(va, np.ndarray):
+        if given:
+            drawn = dict(given)
+        elif isinstance(va, np.ndarray):
             drawn = {**(scale_values(case, operation) if operation.scaled else {}), **extra_values(case, operation)}
-        elif not given:
+        else:  # shapes: poison throughout
             drawn = {**{n: scale_shape(case, operation, n) for n in SCALES if operation.scaled},
                      **_extra_shapes(case, operation)}
         placed = {name: guarded_extra(name, _group_layout(getattr(epilogue, name)) if name == "bias"
