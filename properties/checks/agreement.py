@@ -125,7 +125,7 @@ def _examples(draw, dtype: str, focus, backend, operation: Operation):
 
 class Agreement(Check):
     name = "agreement"
-    share, minimum = 3, 4  # each example runs every variant
+    share, minimum = 3, 4  # each example runs every variant (a user's kernel: it and its judge)
 
     def examples(self, group, backend):
         return _examples(group.dtype, group.focus, backend, group.operation)
