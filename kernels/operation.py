@@ -244,15 +244,14 @@ class Operation:
             wrong(f"grouped={self.grouped!r} with a batch, beta, a bias along M, a residual or pre", "a grouped "
                   "product, alpha, a bias a group (bias='n': G x N), its scales, its activation or gated activation "
                   "(a fused SwiGLU), and routed_weight")
-        if self.grouped == "problems" and (self.alpha or self.bias):
-            wrong("grouped='problems' with alpha or a bias", "the plain product of each problem (for now)")
         if self.routed_weight and (self.alpha or self.bias):
             wrong("routed_weight with alpha or a bias", "the router's weight on the product alone (for now)")
         if self.grouped and self.scaled and (self.weight or self.scale_dtype != "fp32" or self.grouped == "problems"):
             wrong(f"grouped={self.grouped!r} with weight={self.weight!r}, scale_dtype={self.scale_dtype!r}",
                   "ragged or routed groups of fp8 or int8 codes (A's and B's) with fp32 scales, B's a group each")
-        if self.grouped == "problems" and (self.activation or self.gated):
-            wrong("grouped='problems' with an activation", "the plain product of each problem (for now)")
+        if self.grouped == "problems" and self.has_epilogue:
+            wrong("grouped='problems' with an epilogue (alpha, a bias, an activation)",
+                  "the plain product of each problem (for now)")
         if self.routed_weight and self.activation:
             wrong("routed_weight with an activation", "the router's weight on the down projection's product "
                   "(no activation), as fused_moe applies it")

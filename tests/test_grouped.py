@@ -35,7 +35,7 @@ from gemm_fuzz.properties.model.cases import GemmCase, Groups, Layout
     (dict(grouped="ragged", bias="m"), "a bias along M"),
     (dict(grouped="ragged", beta=True, bias="n", beta_scales="bias"), "with a batch, beta"),
     (dict(grouped="routed", block_m=16, routed_weight=True, bias="n"), "routed_weight with alpha or a bias"),
-    (dict(grouped="problems", alpha=True), "grouped='problems' with alpha or a bias"),
+    (dict(grouped="problems", alpha=True), "grouped='problems' with an epilogue"),
     (dict(grouped="ragged", weight="int4", b_scale="group"), "fp8 or int8 codes"),
     (dict(grouped="problems", a_scale="row", b_scale="col"), "ragged or routed groups of fp8 or int8 codes"),
     (dict(grouped="routed", block_m=16, routed_weight=True, activation="silu"), "routed_weight with an activation"),

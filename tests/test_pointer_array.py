@@ -33,7 +33,7 @@ CASE = GemmCase(22, 33, 20, "fp16", "fp16", a=Layout(pad=3), b=Layout(pad=2, bat
 
 
 def test_problems_take_no_activation_and_are_row_major_problems_spanning_the_case():
-    with pytest.raises(ValueError, match="grouped='problems' with an activation"):
+    with pytest.raises(ValueError, match="grouped='problems' with an epilogue"):
         Operation(grouped="problems", activation="relu")
     with pytest.raises(ValueError, match="largest N and K must be the case's, 33 and 21"):
         dataclasses.replace(CASE, K=21)

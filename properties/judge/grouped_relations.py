@@ -26,7 +26,7 @@ from gemm_fuzz.kernels.registry import Variant
 from gemm_fuzz.properties.judge import compare, oracles
 from gemm_fuzz.properties.judge.relations import Launch, Run, paired
 from gemm_fuzz.properties.model import grouped
-from gemm_fuzz.properties.model.cases import Groups, Operands, poison, unwritten_bits
+from gemm_fuzz.properties.model.cases import Groups, Operands, unwritten_bits
 from gemm_fuzz.reference import bounds
 from gemm_fuzz.reference import routing as aligned
 from gemm_fuzz.reference.formats import by_name, name_of
@@ -78,8 +78,7 @@ def relabel(variant: Variant, launch: Launch, ops: Operands, first: Run) -> None
     case, op = ops.case, ops.operation
     a, b = to_float64(ops.a.view), to_float64(ops.b.view)
     if not case.groups.routed:
-        sizes = case.groups.sizes
-        starts = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+        sizes, starts = case.groups.sizes, case.groups.starts()
         rows = np.concatenate([np.arange(starts[g], starts[g + 1]) for g in reversed(range(len(sizes)))]
                               + [np.zeros(0, dtype=int)])
         moved = replace(case, groups=Groups(len(sizes), sizes=sizes[::-1], dims=case.groups.dims[::-1]))
@@ -117,13 +116,11 @@ def _pad_problems(variant: Variant, launch: Launch, ops: Operands, first: Run, e
     case = ops.case
     groups = replace(case.groups, dims=tuple((n, k + extra) for n, k in case.groups.dims))
     padded = replace(case, K=case.K + extra, groups=groups)
-    in_a, in_b, _ = grouped.problem_mask(padded)
-    fill = poison(by_name(case.dtype))
-    a2, b2 = np.full(in_a.shape, fill), np.full(in_b.shape, fill)
-    starts = np.concatenate([[0], np.cumsum(case.groups.sizes)]).astype(int)
+    a2, b2 = np.zeros((case.M, padded.K)), np.zeros((groups.count, padded.K, case.N))
+    starts = groups.starts()
     for g, (n, k) in enumerate(case.groups.dims):
         rows = slice(starts[g], starts[g + 1])
-        a2[rows, :k], a2[rows, k:k + extra] = a[rows, :k], 0.0
-        b2[g, :k, :n], b2[g, k:k + extra, :n] = b[g, :k, :n], 0.0
+        a2[rows, :k], b2[g, :k, :n] = a[rows, :k], b[g, :k, :n]  # the zeros after them stay
+    a2, b2 = grouped.outside_poisoned(padded, a2, b2)
     _second(variant, launch, ops, padded, a2, b2, None, first,
             f"append {extra} zero columns to each problem's A and rows to its B")

@@ -211,6 +211,10 @@ class Groups:
     def routed(self) -> bool:
         return self.top_k > 0
 
+    def starts(self) -> np.ndarray:
+        """Ragged groups and problems: where each group's rows begin, and the end (G + 1 offsets)."""
+        return np.concatenate([[0], np.cumsum(self.sizes)]).astype(int)
+
     @property
     def problems(self) -> bool:
         """Independent problems of their own M, N and K (grouped="problems")."""

@@ -81,7 +81,7 @@ def group_rows(case: GemmCase, block_m: int | None) -> tuple[list[GroupRows], in
     """Every group with rows, in order, and C's row count: how the reference and the loop of 2-D problems
     split a grouped case."""
     if not case.groups.routed:
-        starts = np.concatenate([[0], np.cumsum(case.groups.sizes)]).astype(int)
+        starts = case.groups.starts()
         dims = case.groups.dims or [(None, None)] * case.groups.count
         found = [GroupRows(g, np.arange(lo, hi), np.arange(lo, hi), True, None, *dims[g])
                  for g, (lo, hi) in enumerate(zip(starts[:-1], starts[1:])) if hi > lo]
@@ -118,7 +118,7 @@ def materialize(case: GemmCase, device: torch.device, operation: Operation, valu
     va, vb = (values(case, operation) if values_too
               else ((case.M, case.K), (g.count, case.K, operation.n_columns(case.N))))
     if g.problems:
-        return operands(case, device, operation, *_outside_poisoned(case, va, vb), None)
+        return operands(case, device, operation, *outside_poisoned(case, va, vb), None)
     found = routing(case, operation.block_m) if g.routed else group_index(g.sizes, operation.ragged_index)
     return operands(case, device, operation, va, vb, found)
 
@@ -128,7 +128,7 @@ def problem_mask(case: GemmCase) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     g = case.groups
     a, b = np.zeros((case.M, case.K), dtype=bool), np.zeros((g.count, case.K, case.N), dtype=bool)
     c = np.zeros((case.M, case.N), dtype=bool)
-    starts = np.concatenate([[0], np.cumsum(g.sizes)]).astype(int)
+    starts = g.starts()
     for p, (n, k) in enumerate(g.dims):
         a[starts[p]:starts[p + 1], :k] = True
         b[p, :k, :n] = True
@@ -136,7 +136,7 @@ def problem_mask(case: GemmCase) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return a, b, c
 
 
-def _outside_poisoned(case: GemmCase, va, vb):
+def outside_poisoned(case: GemmCase, va, vb):
     """Problems: A's and B's values with poison wherever no problem's element lies."""
     if not isinstance(va, np.ndarray):
         return va, vb
@@ -149,7 +149,7 @@ def views(ops: Operands) -> tuple[list[torch.Tensor], list[torch.Tensor], list[t
     """Problems: the lists FUNC receives, A[g] (M_g x K_g), B[g] (K_g x N_g), C[g] (M_g x N_g), views of the
     operands' buffers with their leading dimensions."""
     g = ops.case.groups
-    starts = np.concatenate([[0], np.cumsum(g.sizes)]).astype(int)
+    starts = g.starts()
     found = ([], [], [])
 
     def sub(guarded, shape, at):

@@ -410,17 +410,18 @@ def problem_fields(draw, variant: Variant, case: GemmCase, device_type: str, cou
     shapes = [tuple(draw(size) for size in sizes) for _ in range(count)]
 
     groups = Groups(count, sizes=tuple(m for m, _, _ in shapes), dims=tuple((n, k) for _, n, k in shapes))
-    return problems_case(case, M=sum(groups.sizes), N=max(n for n, _ in groups.dims),
-                         K=max(k for _, k in groups.dims), b=b, groups=groups)
+    return problems_case(case, groups, b=b)
 
 
-def problems_case(case: GemmCase, **changes) -> GemmCase:
-    """`case` with `changes` (its problems among them) and its operands row-major, with the padding (their
-    leading dimension) and offset drawn for them; B's problems packed or with a gap."""
+def problems_case(case: GemmCase, groups: Groups, **layouts) -> GemmCase:
+    """`case` holding `groups`' problems: M, N and K theirs (the rows summed, the largest N and K), its
+    operands (`layouts` where given) row-major with the padding (their leading dimension) and offset
+    drawn for them, B's problems packed or with a gap."""
     def row(lay: Layout, gap: int = 0) -> Layout:
         return Layout(pad=lay.pad, offset=lay.offset, batch_gap=gap)
-    a, b, c = (changes.pop(o, getattr(case, o)) for o in "abc")
-    return replace(case, **changes, a=row(a), b=row(b, max(b.batch_gap, 0)), c=row(c))
+    a, b, c = (layouts.get(o, getattr(case, o)) for o in "abc")
+    return replace(case, M=sum(groups.sizes), N=max(n for n, _ in groups.dims), K=max(k for _, k in groups.dims),
+                   a=row(a), b=row(b, max(b.batch_gap, 0)), c=row(c), groups=groups)
 
 
 def plainer_groups(variant: Variant) -> list:
@@ -439,10 +440,8 @@ def plainer_groups(variant: Variant) -> list:
 
     if variant.operation.grouped == "problems":
         def shaped(case, shapes):
-            groups = replace(case.groups, count=len(shapes), sizes=tuple(m for m, _, _ in shapes),
-                             dims=tuple((n, k) for _, n, k in shapes))
-            return replace(case, M=sum(groups.sizes), N=max(n for n, _ in groups.dims),
-                           K=max(k for _, k in groups.dims), groups=groups)
+            return problems_case(case, replace(case.groups, count=len(shapes), sizes=tuple(m for m, _, _ in shapes),
+                                               dims=tuple((n, k) for _, n, k in shapes)))
 
         def shapes(case):
             return [(m, n, k) for m, (n, k) in zip(case.groups.sizes, case.groups.dims)]

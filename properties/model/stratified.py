@@ -147,7 +147,7 @@ def grouped_fields(variant: Variant, case: GemmCase, i: int) -> GemmCase:
         count = len(sizes)
         dims = tuple((case.N if g == i % count else case.N * (g + 1) // (count + 1),
                       case.K if g == (i + 1) % count else case.K * (count - g) // (count + 1)) for g in range(count))
-        return strategies.problems_case(case, b=b, groups=Groups(count, sizes=sizes, dims=dims))
+        return strategies.problems_case(case, Groups(count, sizes=sizes, dims=dims), b=b)
     count = strategies.GROUP_COUNTS[i % len(strategies.GROUP_COUNTS)]
     route = ROUTES[i % len(ROUTES)]
     top_k = count if route == "all" else 1 + i % min(count, 4)
