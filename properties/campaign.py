@@ -2,7 +2,7 @@
 
     gemm-fuzz --budget 10m [--backend auto] [--dtype fp16] [--variant 'tiled*'] [--kernel my.py:matmul]
               [--workers N] [--database DIR | redis://HOST:PORT]
-    gemm-fuzz --watch my.py:matmul [--backend auto] [-- PYTEST ARGS]     (properties/watch.py)
+    gemm-fuzz --watch my.py:matmul [--backend auto] [--workers N] [-- PYTEST ARGS]     (properties/watch.py)
 
 The budget is shared evenly among the targets (what one target overruns, the later ones give up).
 Each target runs at least one example, then stops at its deadline; a failure found before it is
@@ -212,7 +212,8 @@ def _parser() -> argparse.ArgumentParser:
                              "reports/campaign-20261125-153000)")
     parser.add_argument("--workers", type=int, default=None,
                         help="child campaigns the targets are split among (default on the cuda backend: one per "
-                             "core, at most 16 a GPU; else 1)")
+                             "core, at most 16 a GPU; else 1); with --watch, the warm processes the battery's tests "
+                             "are split among (default one per core, at most 8)")
     parser.add_argument("--database", default=".hypothesis/campaign",
                         help="the example database: a directory (default .hypothesis/campaign), or redis://HOST:PORT "
                              "to share failures between hosts")
@@ -262,16 +263,16 @@ def main(argv: list[str] | None = None) -> int:
     passed = argv[argv.index("--") + 1:] if "--" in argv else []
     argv = argv[:argv.index("--")] if "--" in argv else argv
     args = parser.parse_args(argv)
+    if args.workers is not None and args.workers < 1:
+        parser.error(f"--workers must be at least 1, got {args.workers}")
     if args.watch:
         from gemm_fuzz.properties import watch
 
-        return watch.watch(args.watch, args.backend, passed)
+        return watch.watch(args.watch, args.backend, passed, processes=args.workers)
     if passed:
         parser.error("arguments after -- go to pytest, with --watch only")
     if args.timeout <= 0:
         parser.error(f"--timeout must be positive, got {args.timeout}")
-    if args.workers is not None and args.workers < 1:
-        parser.error(f"--workers must be at least 1, got {args.workers}")
     # overflowing and NaN inputs (near_overflow, specials) make numpy say so inside the interpreter,
     # as pyproject's filterwarnings silences for pytest
     for message in ("overflow encountered", "invalid value encountered"):

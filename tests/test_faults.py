@@ -13,7 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gemm_fuzz.properties.checks.example import Example
-from gemm_fuzz.properties.judge.failures import Crashed, GemmFailure, OutOfBoundsAccess, SuiteError, TimedOut
+from gemm_fuzz.properties.judge.failures import (
+    Crashed,
+    GemmFailure,
+    NotBitExact,
+    OutOfBoundsAccess,
+    SuiteError,
+    TimedOut,
+)
 from gemm_fuzz.properties.launch import user_kernel
 from gemm_fuzz.properties.model.cases import GemmCase
 from gemm_fuzz.properties.run import isolation
@@ -81,6 +88,36 @@ def test_a_worker_started_early_is_adopted_by_the_first_runner_that_needs_it(bac
     assert early[backend.name].poll() is not None  # closed with the runner
     leftover = isolation._PRESTARTED.pop((json.dumps(None), None, False))[0]
     leftover.close(kill=True)
+
+
+def test_a_kept_worker_serves_the_next_run_with_the_kernel_as_saved(backend, monkeypatch, tmp_path):
+    """Watch mode (isolation.keep_workers): a runner done with its worker parks it, and the next run's
+    runner adopts the same process, which imports the user's kernel again when a file of its tree (here
+    one the kernel imports) was saved changed."""
+    monkeypatch.setattr(isolation, "_PRESTARTED", {})
+    monkeypatch.setattr(isolation, "_KEEP", True)
+    (tmp_path / "scale.py").write_text("FACTOR = 2.0\n")
+    (tmp_path / "scaled.py").write_text("import scale\n\n\ndef matmul(a, b, c):\n"
+                                         "    c.copy_((a.float() @ b.float() * scale.FACTOR).to(c.dtype))\n")
+    variant = user_kernel.load(f"{tmp_path / 'scaled.py'}:matmul")
+    settings = RunSettings(backend=backend.name, mode="worker", kernel=user_kernel.loaded(variant.name)[1].to_dict())
+    example = Example("reference", variant.name, GemmCase(4, 4, 4, "fp16", "fp16"))  # ones
+    first = None
+    try:
+        with Runner(settings, backend) as runner:
+            with pytest.raises(NotBitExact):  # 8 where exactly 4 is right
+                runner.run_once(example)
+            first = runner.worker(backend.name).process
+        assert first.poll() is None  # parked, not ended
+        (tmp_path / "scale.py").write_text("FACTOR = 1.0\n")
+        with Runner(settings, backend) as runner:
+            runner.run_once(example)  # passes: the worker imported scale.py again
+            assert runner.worker(backend.name).process is first
+    finally:
+        for parked in isolation._PRESTARTED.pop(isolation.Worker(backend.name, kernel=settings.kernel)._identity(), []):
+            parked.close(kill=True)
+        if first is not None:
+            first.kill()
 
 
 def test_an_output_run_in_a_worker_brings_back_c_and_where_its_time_went(backend):

@@ -40,6 +40,9 @@ _RETIRED = {"supported_dtypes": "dtypes={torch.float16: (torch.float16,), ...}",
 # what an autotuner's configuration may call the tile sizes
 _BLOCK_NAMES = {"BM": ("BM", "BLOCK_M", "BLOCK_SIZE_M"), "BN": ("BN", "BLOCK_N", "BLOCK_SIZE_N"),
                 "BK": ("BK", "BLOCK_K", "BLOCK_SIZE_K")}
+_LOADED: dict[str, tuple[Variant, KernelRef]] = {}  # the user kernels loaded in this process, by identity
+_SEEN: dict[Path, str | None] = {}  # the files of the loaded kernels' trees, with their contents' digests when loaded
+_MODULE_PREFIX = "gemm_user_kernel_"  # a kernel's file imported by path is the module of this name (and a digest)
 
 
 class KernelSpecError(ValueError):
@@ -85,13 +88,64 @@ def _where(path: Path) -> str:
     return path.name
 
 
+def _repository(path: Path) -> Path:
+    """The directory `_where` measures from: the nearest repository's root above `path`, else its directory."""
+    where = _where(path)
+    return path.parent if where == path.name else Path(str(path)[: -len(where)])
+
+
+def _of_tree(module, root: Path) -> Path | None:
+    """The file a module of the user's tree under `root` comes from (not the suite's, not an installed
+    package's); None for any other module."""
+    file = getattr(module, "__file__", None)
+    if not (file and file.endswith(".py") and Path(file).is_absolute()):  # torch._ops says "_ops.py"
+        return None
+    if getattr(module, "__name__", "").startswith("gemm_fuzz."):  # the suite, even when installed from root
+        return None
+    path = Path(file).resolve()
+    return path if path.is_relative_to(root) and "site-packages" not in path.parts and path.is_file() else None
+
+
+def tree(kernel_file: Path) -> list[Path]:
+    """The kernel's file and the files of its tree (its repository, or its directory) that the modules
+    loaded in this process come from: what an edit of the kernel may change."""
+    root = _repository(kernel_file)
+    return sorted({kernel_file} | {p for m in list(sys.modules.values()) if (p := _of_tree(m, root)) is not None})
+
+
+def _contents(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def refresh() -> bool:
+    """Whether a file of a loaded kernel's tree changed, in content, since it was loaded (or last
+    refreshed). If one did, the loaded kernels and every module of their trees are dropped, so that
+    loading imports them as they are now (a long-lived process: watch mode and its workers); a file
+    saved unchanged keeps them, compiled."""
+    files = {f for _, ref in _LOADED.values() for f in tree(Path(ref.path))}
+    changed = any(f in _SEEN and _contents(f) != _SEEN[f] for f in files)
+    if changed:
+        roots = {_repository(Path(ref.path)) for _, ref in _LOADED.values()}
+        for name, module in list(sys.modules.items()):
+            if name.startswith(_MODULE_PREFIX) or any(_of_tree(module, root) is not None for root in roots):
+                del sys.modules[name]
+        _LOADED.clear()
+        _SEEN.clear()
+    else:
+        _SEEN.update({f: _contents(f) for f in files if f not in _SEEN})
+    return changed
+
+
 def _digest(path: Path) -> str:
     """What the file holds, in 8 hex digits."""
     return hashlib.sha256(path.read_bytes()).hexdigest()[:8]
 
 
 def _exec_file(spec: str, path: Path):
-    name = f"gemm_user_kernel_{path.stem}_{hashlib.sha256(f'{path}:{_digest(path)}'.encode()).hexdigest()[:12]}"
+    name = f"{_MODULE_PREFIX}{path.stem}_{hashlib.sha256(f'{path}:{_digest(path)}'.encode()).hexdigest()[:12]}"
     if name in sys.modules:
         return sys.modules[name]
     module_spec = importlib.util.spec_from_file_location(name, path)
@@ -190,7 +244,6 @@ def _space(tuner: Autotuner, blocks: tuple[int, int, int]) -> tuple[list[dict], 
     return space, keys
 
 
-_LOADED: dict[str, tuple[Variant, KernelRef]] = {}
 
 
 def load(spec: str, signature: str | None = None) -> Variant:
@@ -252,6 +305,7 @@ def load(spec: str, signature: str | None = None) -> Variant:
     except ValueError as e:
         raise KernelSpecError(f"{spec!r}: {e}") from None
     _LOADED[ref.name] = (variant, ref)
+    _SEEN.update({f: _contents(f) for f in tree(Path(ref.path).resolve())})  # refresh() compares with these
     return variant
 
 

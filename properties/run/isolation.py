@@ -65,6 +65,7 @@ class Worker:
         self.restarts = 0
         self.spawned = False  # a process was started for it once
         self.unable: str | None = None  # why it could not start, once it could not (a broken environment)
+        self.parked = False  # its process served an earlier run of this one and waits for the next (keep_workers)
 
     def _identity(self) -> tuple:
         return (json.dumps(self.kernel, sort_keys=True), self.sanitizer, self.caching_allocator)
@@ -94,6 +95,12 @@ class Worker:
         if early is not None:  # started before this process imported torch: its start-up overlapped ours
             waiting.remove(early)
             self.process, self.lines, early.process, self.spawned = early.process, early.lines, None, True
+            if early.parked:  # it answered 'ready' for an earlier run: it reloads an edited kernel, answers again
+                try:
+                    self.process.stdin.write(json.dumps({"refresh": True}) + "\n")
+                    self.process.stdin.flush()
+                except (BrokenPipeError, OSError):
+                    pass  # it died waiting: _start reads the end of its output
         else:
             self._spawn()
         return early
@@ -179,6 +186,16 @@ class Worker:
         except (BrokenPipeError, OSError):
             pass
 
+    def release(self) -> None:
+        """Done with it: end it, or, after keep_workers(), park its process, warm, for this process's next run."""
+        if not _KEEP or self.sanitizer or self.process is None or self.process.poll() is not None:
+            self.close()
+            return
+        parked = Worker(self.backend, kernel=self.kernel, start_timeout=self.start_timeout)
+        parked.process, parked.lines, parked.spawned, parked.parked = self.process, self.lines, True, True
+        self.process = None
+        _PRESTARTED.setdefault(self._identity(), []).append(parked)
+
     def close(self, kill: bool = False) -> int | None:
         """End the worker: ask it to finish (its stdin closes), or kill it at once (a hung one)."""
         process, self.process = self.process, None
@@ -196,8 +213,19 @@ class Worker:
         return process.returncode
 
 
-# workers started before this process chose its backend, by identity (kernel, sanitizer, allocator)
+# workers started before this process chose its backend, or parked by an earlier run, by identity
+# (kernel, sanitizer, allocator)
 _PRESTARTED: dict[tuple, list[Worker]] = {}
+_KEEP = False  # keep_workers(): a released worker is parked, not ended
+
+
+def keep_workers() -> None:
+    """From now on a worker a run is done with stays up, parked, and the next run in this process adopts
+    it (watch mode, which runs the battery again and again in one process): the worker's start-up (seconds)
+    is paid once, and on adoption it reloads the user's kernel if its files changed. It still ends with
+    this process."""
+    global _KEEP
+    _KEEP = True
 
 
 def prestart(backend: str, kernel: dict | None) -> None:

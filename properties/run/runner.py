@@ -115,7 +115,7 @@ class Runner:
 
     def close(self) -> None:
         for w in self._workers.values():
-            w.close()
+            w.release()
         self._workers.clear()
         if self._compiler is not None:  # what it has not compiled yet, no example needs now
             self._compiler.close(kill=True)

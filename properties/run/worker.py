@@ -6,8 +6,10 @@ line per request on stdin, one tagged JSON line per answer on stdout.
 A request: {"example": Example.to_dict(), "output": PATH or null}. The answer is "pass" with the
 observation (and, when `output` is given, C's values saved there as a float64 .npy) or "fail" with
 the typed failure, whole. A request {"ahead": [[VARIANT, GemmCase dict], ...]} starts compiling what
-each launches (properties/launch/ahead.py) and is answered at once. Anything else the kernel prints goes
-to stdout too; answers are the lines that start with ANSWER.
+each launches (properties/launch/ahead.py) and is answered at once. A request {"refresh": true} (a
+parked worker adopted by a new run: isolation.keep_workers) reloads the kernel if its files changed
+and answers "ready" again. Anything else the kernel prints goes to stdout too; answers are the lines
+that start with ANSWER.
 """
 
 from __future__ import annotations
@@ -57,6 +59,15 @@ def main(argv: list[str] | None = None) -> int:
         if not line.strip():
             continue
         request = json.loads(line)
+        if "refresh" in request:  # a new run of a long-lived parent (watch mode): the kernel as its files are now
+            if args.kernel and user_kernel.refresh():
+                try:
+                    user_kernel.load(kernel["spec"], kernel.get("signature"))
+                except user_kernel.KernelSpecError as e:
+                    answer({"status": "error", "message": f"cannot load the kernel {e}"})
+                    return 2
+            answer({"status": "ready", "backend": backend.name})
+            continue
         if "ahead" in request:  # compile ahead (in threads) what these examples will launch
             count = sum(ahead.compile_ahead(targets.resolve(name), [GemmCase.from_dict(case)], backend)
                         for name, case in request["ahead"])
