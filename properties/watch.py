@@ -225,9 +225,17 @@ class _Server:
         self.log.unlink(missing_ok=True)
 
 
-def _short(nodeid: str) -> str:
-    path, _, test = nodeid.partition("::")
-    return f"{Path(path).name}::{test}"
+def _show(message: dict) -> None:
+    """One test's verdict, as it ends: a failure in the suite's short form (with its repro path)."""
+    path, _, test = message["test"].partition("::")
+    test = f"{Path(path).name}::{test}"
+    if message["outcome"] == "passed":
+        print(f"PASSED {test} ({message['seconds']:.1f} s)", flush=True)
+    elif message["outcome"] == "skipped":
+        print(f"SKIPPED {test}: {message['reason']}", flush=True)
+    else:
+        what = "FAILED" if message["when"] == "call" else f"ERROR at {message['when']} of"
+        print(f"{what} {test}\n{message['text']}", flush=True)
 
 
 def _battery(servers: list[_Server], timeout: float, seconds: dict[str, float],
@@ -236,53 +244,46 @@ def _battery(servers: list[_Server], timeout: float, seconds: dict[str, float],
     words, and the servers that cannot run the next battery. `seconds` (each test's duration last time)
     and `ran` (the server that ran it) are brought up to date."""
     claims = Path(tempfile.mkdtemp(prefix="gemm-watch-claims-"))
-    for server in servers:
-        server.go(claims, seconds, [test for test, index in ran.items() if index == server.index])
-    waiting = {server.answers: server for server in servers}
-    deadline, counts, records, codes, ended, lost = time.monotonic() + timeout, {}, [], {}, [], set()
-    while waiting:
-        ready, _, _ = select.select(list(waiting), [], [], max(0.0, deadline - time.monotonic()))
-        if not ready:  # the battery ran past the limit: the processes still running are stopped
-            lost |= {server.index for server in waiting.values()}
-            ended.append(f"timed out: the battery ran past {timeout:.0f} s (the kernel hangs?); stopped")
-            break
-        for fd in ready:
-            server = waiting[fd]
-            messages = server.read()
-            if messages is None:  # it died without an answer
-                code = server.process.wait()
-                lost.add(server.index)
-                del waiting[fd]
-                ended.append(f"crashed: a battery process died of signal {-code}" if code < 0
-                             else f"crashed: a battery process exited with status {code}")
-                print(server.output()[-4000:], end="", flush=True)
-                continue
-            for message in messages:
-                if "done" in message:
-                    codes[server.index] = message["done"]
-                    if not message["healthy"]:
-                        lost.add(server.index)
+    try:
+        for server in servers:
+            server.go(claims, seconds, [test for test, index in ran.items() if index == server.index])
+        waiting = {server.answers: server for server in servers}
+        deadline, counts, records, codes, ended, lost = time.monotonic() + timeout, {}, [], {}, [], set()
+        while waiting:
+            ready, _, _ = select.select(list(waiting), [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:  # the battery ran past the limit: the processes still running are stopped
+                lost |= {server.index for server in waiting.values()}
+                ended.append(f"timed out: the battery ran past {timeout:.0f} s (the kernel hangs?); stopped")
+                break
+            for fd in ready:
+                server = waiting[fd]
+                messages = server.read()
+                if messages is None:  # it died without an answer
+                    code = server.process.wait()
+                    lost.add(server.index)
                     del waiting[fd]
+                    ended.append(f"crashed: a battery process died of signal {-code}" if code < 0
+                                 else f"crashed: a battery process exited with status {code}")
+                    print(server.output()[-4000:], end="", flush=True)
                     continue
-                counts[message["outcome"]] = counts.get(message["outcome"], 0) + 1
-                seconds[message["test"]], ran[message["test"]] = message["seconds"], server.index
-                records += message["failures"]
-                if message["outcome"] == "passed":
-                    print(f"PASSED {_short(message['test'])} ({message['seconds']:.1f} s)", flush=True)
-                elif message["outcome"] == "skipped":
-                    print(f"SKIPPED {_short(message['test'])}: {message['reason']}", flush=True)
-                else:
-                    what = "FAILED" if message["when"] == "call" else f"ERROR at {message['when']} of"
-                    print(f"{what} {_short(message['test'])}\n{message['text']}", flush=True)
-    shutil.rmtree(claims, ignore_errors=True)
+                for message in messages:
+                    if "done" in message:
+                        codes[server.index] = message["done"]
+                        if not message["healthy"]:
+                            lost.add(server.index)
+                        del waiting[fd]
+                        continue
+                    counts[message["outcome"]] = counts.get(message["outcome"], 0) + 1
+                    seconds[message["test"]], ran[message["test"]] = message["seconds"], server.index
+                    records += message["failures"]
+                    _show(message)
+    finally:
+        shutil.rmtree(claims, ignore_errors=True)
     abnormal = {code for code in codes.values() if code not in (0, 1, 5)}
-    shown = set()
     for server in servers:  # a usage error (the kernel does not load) or an internal error: its message, once
         if codes.get(server.index) in abnormal:
-            text = server.output().strip()
-            if text not in shown:
-                shown.add(text)
-                print(text, flush=True)
+            print(server.output().strip(), flush=True)
+            break
     if records:
         from gemm_fuzz.properties.report import bugs
 

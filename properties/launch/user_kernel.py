@@ -244,8 +244,6 @@ def _space(tuner: Autotuner, blocks: tuple[int, int, int]) -> tuple[list[dict], 
     return space, keys
 
 
-
-
 def load(spec: str, signature: str | None = None) -> Variant:
     """The user's kernel as a Variant named by its identity (`KernelRef.name`); registered in this
     process so `loaded(name)` finds it. `signature` (from the command line) overrides the contract's."""
