@@ -37,6 +37,8 @@ from pathlib import Path
 
 import pytest
 
+from gemm_fuzz.properties.run import children
+
 POLL = 0.2  # seconds between looks at the watched files
 SETTLE = 0.1  # an editor's save may take several writes: wait this long after the last change
 _THREADS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")  # torch's and numpy's thread pools
@@ -124,8 +126,9 @@ def serve(spec: str, backend: str, files: Path, answers: int, extra: list[str]) 
     durations) run the tests of the battery it claims, telling the watch on the `answers` descriptor how
     each ended, then pytest's status; write the files of the kernel's tree to `files`. Ends when stdin
     closes, or after a run that left it unable to run another (the watch then starts a fresh one)."""
-    from gemm_fuzz.properties.run import isolation
+    from gemm_fuzz.properties.run import children, isolation
 
+    children.die_with_parent()  # a watch killed meanwhile (SIGKILL runs no clean-up) takes this process along
     isolation.keep_workers()  # the interpreter worker of the compiled-against-interpreted test waits for the next run
     if backend == "cuda":  # that worker, warming now: whichever process claims that test has one ready
         from gemm_fuzz.properties.launch import kernel_spec
@@ -181,8 +184,8 @@ class _Server:
         threads = str(max(1, (os.cpu_count() or 1) // count))  # the cores shared out, not each taking all
         env = {name: threads for name in _THREADS} | dict(os.environ)  # unless the user set them
         with open(self.log, "wb") as log:  # what pytest prints: shown when a run ends abnormally
-            self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
-                                            start_new_session=True, text=True, pass_fds=(write,), env=env)
+            self.process = children.popen(command, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
+                                          start_new_session=True, text=True, pass_fds=(write,), env=env)
         os.close(write)
         self.answers, self.pending, self.logged = read, b"", 0
 
