@@ -92,17 +92,24 @@ def _campaign(report: Path) -> list[str]:
             "--timeout", "600", "--report", str(report)]
 
 
+def _watch() -> list[str]:
+    return [sys.executable, "-m", "gemm_fuzz.properties.campaign", "--watch", f"{FAULTS}:loop_forever", "--backend",
+            "interpreter", "--workers", "2", "--", "-k", "test_matches_float64_reference and fp16"]
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="adopting orphans (PR_SET_CHILD_SUBREAPER) is Linux's")
 @pytest.mark.parametrize("run,signum", [
     pytest.param("pytest -n 2", signal.SIGTERM, id="pytest-xdist-SIGTERM"),
     pytest.param("pytest -n 2", signal.SIGKILL, id="pytest-xdist-SIGKILL"),
     pytest.param("pytest", signal.SIGKILL, id="pytest-SIGKILL"),
     pytest.param("gemm-fuzz --workers 2", signal.SIGKILL, id="gemm-fuzz-SIGKILL"),
+    pytest.param("gemm-fuzz --watch", signal.SIGKILL, id="gemm-fuzz-watch-SIGKILL"),
 ])
 def test_no_process_outlives_a_killed_run(run, signum, tmp_path):
     command = {"pytest -n 2": _pytest(2), "pytest": _pytest(0),
-               "gemm-fuzz --workers 2": _campaign(tmp_path / "report")}[run]
-    done = subprocess.run([sys.executable, "-c", SCENARIO, json.dumps([command, int(signum), "properties.run.worker"])],
+               "gemm-fuzz --workers 2": _campaign(tmp_path / "report"), "gemm-fuzz --watch": _watch()}[run]
+    spinning = "properties.watch" if run == "gemm-fuzz --watch" else "properties.run.worker"  # runs the kernel
+    done = subprocess.run([sys.executable, "-c", SCENARIO, json.dumps([command, int(signum), spinning])],
                           capture_output=True, text=True, timeout=400, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
