@@ -17,6 +17,7 @@ input is refused before the user's function is called.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import importlib
 import importlib.util
@@ -102,8 +103,13 @@ def _of_tree(module, root: Path) -> Path | None:
         return None
     if getattr(module, "__name__", "").startswith("gemm_fuzz."):  # the suite, even when installed from root
         return None
-    path = Path(file).resolve()
+    path = _resolved(file)
     return path if path.is_relative_to(root) and "site-packages" not in path.parts and path.is_file() else None
+
+
+@functools.cache
+def _resolved(file: str) -> Path:
+    return Path(file).resolve()  # 50 us each, for the thousand modules tree() looks at
 
 
 def tree(kernel_file: Path) -> list[Path]:
