@@ -122,10 +122,11 @@ class _Claiming:
 
 
 def serve(spec: str, backend: str, files: Path, answers: int, extra: list[str]) -> int:
-    """A warm process: warm up, then for each line on stdin (the run's claims directory and the last run's
-    durations) run the tests of the battery it claims, telling the watch on the `answers` descriptor how
-    each ended, then pytest's status; write the files of the kernel's tree to `files`. Ends when stdin
-    closes, or after a run that left it unable to run another (the watch then starts a fresh one)."""
+    """A warm process: warm up, then for each line on stdin (the run's claims directory, the last run's
+    durations and the tests this process ran) run the tests of the battery it claims, telling the watch
+    on the `answers` descriptor how each ended, then pytest's status; write the files of the kernel's
+    tree to `files`. Ends when stdin closes, or after a run that left it unable to run another (the
+    watch then starts a fresh one)."""
     from gemm_fuzz.properties.run import children, isolation
 
     children.die_with_parent()  # a watch killed meanwhile (SIGKILL runs no clean-up) takes this process along
