@@ -218,7 +218,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="the example database: a directory (default .hypothesis/campaign), or redis://HOST:PORT "
                              "to share failures between hosts")
     parser.add_argument("--watch", metavar="PATH.py:FUNC",
-                        help="rerun the battery on your kernel each time its file is saved, in a warm process "
+                        help="rerun the battery on your kernel each time its file is saved, in warm processes "
                              "(pytest arguments after --)")
     parser.add_argument("--target", action="append", help=argparse.SUPPRESS)  # a child's share, by target id
     parser.add_argument("--until", type=float, help=argparse.SUPPRESS)  # a child's deadline (epoch seconds)
