@@ -37,11 +37,10 @@ from pathlib import Path
 
 import pytest
 
-from gemm_fuzz.properties.run import children
+from gemm_fuzz.properties.run import children, fleet
 
 POLL = 0.2  # seconds between looks at the watched files
 SETTLE = 0.1  # an editor's save may take several writes: wait this long after the last change
-_THREADS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")  # torch's and numpy's thread pools
 EXIT_WORDS = {0: "passed", 1: "FAILED", 2: "interrupted", 3: "internal error", 4: "usage error", 5: "nothing ran"}
 
 
@@ -173,17 +172,16 @@ def serve(spec: str, backend: str, files: Path, answers: int, extra: list[str]) 
 
 
 class _Server:
-    """One warm process of `count`, started (and warming) ahead of the save."""
+    """One warm process of `count`, started (and warming) ahead of the save, on `device` (a GPU) if given."""
 
-    def __init__(self, spec: str, backend: str, index: int, count: int, extra: list[str]):
+    def __init__(self, spec: str, backend: str, index: int, count: int, device: str | None, extra: list[str]):
         self.index = index
         base = Path(os.environ.get("TMPDIR", "/tmp")) / f"gemm-watch-{os.getpid()}-{index}"
         self.files, self.log = base.with_suffix(".files"), base.with_suffix(".log")
         read, write = os.pipe()
         command = [sys.executable, "-m", "gemm_fuzz.properties.watch", spec, backend, str(self.files), str(write),
                    *extra]
-        threads = str(max(1, (os.cpu_count() or 1) // count))  # the cores shared out, not each taking all
-        env = {name: threads for name in _THREADS} | dict(os.environ)  # unless the user set them
+        env = fleet.child_env(count, device)  # the cores shared out, not each process taking all of them
         with open(self.log, "wb") as log:  # what pytest prints: shown when a run ends abnormally
             self.process = children.popen(command, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
                                           start_new_session=True, text=True, pass_fds=(write,), env=env)
@@ -313,7 +311,9 @@ def watch(spec: str, backend: str = "auto", extra: list[str] | None = None, time
     print(f"gemm-fuzz --watch: {spec} on {backend}, in {count} warm process{'es' * (count > 1)}. Save the kernel "
           "(or a file it imports) to rerun the battery; Ctrl-C ends.", flush=True)
     files, done, stamp, started = [kernel_file], 0, None, time.time()
-    servers = [_Server(spec, backend, i, count, extra or []) for i in range(count)]
+    gpus = fleet.gpus(backend)
+    device = [gpus[i % len(gpus)] if gpus else None for i in range(count)]  # the processes spread over the GPUs
+    servers = [_Server(spec, backend, i, count, device[i], extra or []) for i in range(count)]
     durations: dict[str, float] = {}  # each test's seconds, last time it ran
     ran: dict[str, int] = {}  # the server that ran each test last time
     try:
@@ -329,7 +329,7 @@ def watch(spec: str, backend: str = "auto", extra: list[str] | None = None, time
             done += 1
             for i in sorted(lost) if runs is None or done < runs else []:
                 servers[i].stop()
-                servers[i] = _Server(spec, backend, i, count, extra or [])  # warms while the verdict is read
+                servers[i] = _Server(spec, backend, i, count, device[i], extra or [])  # warms while the verdict is read
             found = sorted({Path(p) for s in servers if s.files.exists() for p in s.files.read_text().splitlines()
                             if p} or set(files))
             stamp = before if found == files else _stamp(found)

@@ -23,6 +23,21 @@ FLOORED_GRID = edited(ROOT_KERNEL, (Edit("_kernel[(triton.cdiv(M, 16), triton.cd
                                          "_kernel[(max(1, M // 16), triton.cdiv(N, 16))]"),), "floored_grid")
 
 
+def test_children_share_the_cores_and_each_sees_its_gpu(monkeypatch):
+    """Each of N children gets the cores / N threads for numpy and torch (a thread count the user set
+    stands), and only its own GPU."""
+    monkeypatch.setattr(fleet.os, "cpu_count", lambda: 16)
+    for name in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    env = fleet.child_env(4, "1")
+    assert (env["OPENBLAS_NUM_THREADS"], env["OMP_NUM_THREADS"], env["CUDA_VISIBLE_DEVICES"]) == ("4", "3", "1")
+    assert "CUDA_VISIBLE_DEVICES" not in fleet.child_env(32, None) and fleet.child_env(32, None)["MKL_NUM_THREADS"] \
+        == "1"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2, 5")
+    assert fleet.gpus("cuda") == ["2", "5"] and fleet.gpus("interpreter") == []
+
+
 def test_targets_are_dealt_round_robin_and_gpus_assigned_in_turn(monkeypatch):
     ids = ["tiled-fp16", "tiled-bf16", "grouped-fp16", "grouped-bf16", "naive-fp16"]
     plan = fleet.shares(ids, 2, "interpreter")

@@ -58,19 +58,35 @@ def default_workers(backend: str) -> int:
     return gpus * max(1, min(PER_GPU, (os.cpu_count() or 1) // gpus))
 
 
+def gpus(backend: str) -> list[str]:
+    """The GPUs children may be pinned to: those this process sees (CUDA_VISIBLE_DEVICES where that is
+    set); none on the CPU."""
+    if backend != "cuda":
+        return []
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip()
+    return [g.strip() for g in visible.split(",")] if visible else [str(i) for i in range(gpu_count())]
+
+
+def child_env(children_count: int, device: str | None) -> dict[str, str]:
+    """The environment of one of `children_count` children sharing this host: numpy's and torch's thread
+    pools get the cores shared out (unless set already), and CUDA sees only `device` (if given)."""
+    threads = str(max(1, (os.cpu_count() or 1) // children_count))
+    env = {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads, **os.environ}
+    if device is not None:
+        env["CUDA_VISIBLE_DEVICES"] = device
+    return env
+
+
 def shares(target_ids: list[str], workers: int, backend: str) -> list[Share]:
     """Targets dealt round-robin to `workers` children (with more children than targets, child I runs
     target I mod their count); on the GPU child I gets the I-th GPU this process sees (mod their
     count; through CUDA_VISIBLE_DEVICES where that is set)."""
-    gpus = []
-    if backend == "cuda":
-        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip()
-        gpus = [g.strip() for g in visible.split(",")] if visible else [str(i) for i in range(gpu_count())]
+    gpus_seen = gpus(backend)
     if workers > len(target_ids):
         dealt = [(target_ids[i % len(target_ids)],) for i in range(workers)]
     else:
         dealt = [tuple(target_ids[i::workers]) for i in range(workers)]
-    return [Share(i, gpus[i % len(gpus)] if gpus else None, ids) for i, ids in enumerate(dealt)]
+    return [Share(i, gpus_seen[i % len(gpus_seen)] if gpus_seen else None, ids) for i, ids in enumerate(dealt)]
 
 
 def _child_command(argv: list[str], share: Share, directory: Path, until: float) -> list[str]:
@@ -84,11 +100,8 @@ def run(argv: list[str], plan: list[Share], directory: Path, until: float,
     start-up counts against the budget); Ctrl-C and SIGTERM are passed on to them, and they write
     their reports. Returns their results.json contents, their exit codes, and whether it was interrupted."""
     started = []
-    threads = str(max(1, (os.cpu_count() or 1) // len(plan)))  # numpy's and torch's threads: the cores shared out
     for share in plan:
-        env = {"OMP_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads, **os.environ, "PYTHONUNBUFFERED": "1"}
-        if share.device is not None:
-            env["CUDA_VISIBLE_DEVICES"] = share.device
+        env = {**child_env(len(plan), share.device), "PYTHONUNBUFFERED": "1"}
         log = open(directory / f"{share.name}.log", "w")  # noqa: SIM115  closed below
         started.append((share, children.popen(_child_command(argv, share, directory, until), stdout=log,
                                               stderr=subprocess.STDOUT, env=env, start_new_session=True), log))
