@@ -61,7 +61,7 @@ def test_saving_a_file_the_kernel_imports_reruns_the_battery(tmp_path):
 
 
 def test_each_run_judges_the_files_as_saved(tmp_path):
-    """One process runs every battery: a fix saved in a file the kernel imports, then a bug saved in the
+    """The warm processes run every battery: a fix saved in a file the kernel imports, then a bug saved in the
     kernel's own file, each shows in the next verdict (the tree is imported afresh, not kept)."""
     (tmp_path / "scale.py").write_text("FACTOR = 2.0\n")
     kernel = tmp_path / "scaled.py"
