@@ -55,20 +55,6 @@ def _stamp(files: list[Path]) -> tuple:
     return tuple(stamps)
 
 
-def _healthy(backend: str) -> bool:
-    """Whether the process can run the next battery: on a GPU, whether its CUDA context still works."""
-    if backend != "cuda":
-        return True
-    import torch
-
-    try:
-        torch.ones(1, device="cuda").add_(1).item()
-        torch.cuda.synchronize()
-        return True
-    except RuntimeError:
-        return False
-
-
 class _Claiming:
     """A pytest plugin for one warm process of several: the tests it ran last time (`mine`) first, then
     the others, each group longest first by last time's `seconds` (new ones first); each test run by the
@@ -138,8 +124,9 @@ def serve(spec: str, backend: str, files: Path, answers: int, extra: list[str]) 
 
     from gemm_fuzz.properties.launch import backends
 
-    backends.activate(backend)  # before Triton loads: the interpreter's language, or the GPU's context
+    active = backends.activate(backend)  # before Triton loads: the interpreter's language, or the GPU's context
     from gemm_fuzz.properties.launch import user_kernel
+    from gemm_fuzz.properties.run.worker import context_alive
 
     if backend == "cuda":
         import torch
@@ -164,7 +151,7 @@ def serve(spec: str, backend: str, files: Path, answers: int, extra: list[str]) 
             claiming = _Claiming(Path(run["claims"]), run["seconds"], run["mine"], tell)
             code = pytest.main(list(args), plugins=[claiming])  # a copy: pytest adds to the list
             files.write_text("\n".join(str(p) for p in user_kernel.tree(kernel_file)))
-            healthy = _healthy(backend)
+            healthy = context_alive(active)  # a CUDA fault (an illegal address) is sticky: then a fresh process
             tell({"done": int(code), "healthy": healthy})
             if not healthy:
                 return 0

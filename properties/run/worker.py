@@ -47,26 +47,28 @@ def main(argv: list[str] | None = None) -> int:
     from gemm_fuzz.properties.launch import ahead, targets, user_kernel
     from gemm_fuzz.properties.model.cases import GemmCase
 
-    if args.kernel:
-        kernel = json.loads(args.kernel)
-        try:
-            user_kernel.load(kernel["spec"], kernel.get("signature"))
-        except user_kernel.KernelSpecError as e:
-            answer({"status": "error", "message": f"cannot load the kernel {e}"})
-            return 2
-    answer({"status": "ready", "backend": backend.name})
+    kernel = json.loads(args.kernel) if args.kernel else None
+
+    def ready(load: bool) -> bool:
+        """Load the kernel (where `load`) and answer 'ready'; False, the reason answered, if it cannot load."""
+        if kernel and load:
+            try:
+                user_kernel.load(kernel["spec"], kernel.get("signature"))
+            except user_kernel.KernelSpecError as e:
+                answer({"status": "error", "message": f"cannot load the kernel {e}"})
+                return False
+        answer({"status": "ready", "backend": backend.name})
+        return True
+
+    if not ready(load=True):
+        return 2
     for line in sys.stdin:
         if not line.strip():
             continue
         request = json.loads(line)
         if "refresh" in request:  # a new run of a long-lived parent (watch mode): the kernel as its files are now
-            if args.kernel and user_kernel.refresh():
-                try:
-                    user_kernel.load(kernel["spec"], kernel.get("signature"))
-                except user_kernel.KernelSpecError as e:
-                    answer({"status": "error", "message": f"cannot load the kernel {e}"})
-                    return 2
-            answer({"status": "ready", "backend": backend.name})
+            if not ready(load=user_kernel.refresh()):
+                return 2
             continue
         if "ahead" in request:  # compile ahead (in threads) what these examples will launch
             count = sum(ahead.compile_ahead(targets.resolve(name), [GemmCase.from_dict(case)], backend)
