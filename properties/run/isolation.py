@@ -191,10 +191,8 @@ class Worker:
         if not _KEEP or self.sanitizer or self.process is None or self.process.poll() is not None:
             self.close()
             return
-        parked = Worker(self.backend, kernel=self.kernel, start_timeout=self.start_timeout)
-        parked.process, parked.lines, parked.spawned, parked.parked = self.process, self.lines, True, True
-        self.process = None
-        _PRESTARTED.setdefault(self._identity(), []).append(parked)
+        self.parked = True  # the next run's worker of this identity adopts its process (_launch)
+        _PRESTARTED.setdefault(self._identity(), []).append(self)
 
     def close(self, kill: bool = False) -> int | None:
         """End the worker: ask it to finish (its stdin closes), or kill it at once (a hung one)."""
