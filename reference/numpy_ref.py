@@ -63,6 +63,12 @@ class Product:
         to 20 bits of the first product, 5 fp32 ulps off). `magnitude` itself where no entry is that small."""
         if self.operands is None:
             return self.magnitude
+        if _on_host(*self.operands):
+            lifted = [np.where(np.isfinite(x), np.abs(x), 0.0) for x in self.inputs]
+            small = [(x < floor) & (x != 0) for x in lifted]
+            if not any(s.any() for s in small):
+                return self.magnitude
+            return np.where(small[0], floor, lifted[0]) @ np.where(small[1], floor, lifted[1])
         lifted = []
         for x in self.operands:
             x = x.detach().double() if x.device.type != "cpu" else torch.from_numpy(to_float64(x))
@@ -120,15 +126,29 @@ def _largest(lib, x, axis=None):
     return x.max(axis=axis, initial=0.0) if lib is np else x.amax(axis=axis) if axis is not None else x.amax()
 
 
+# Multiply-adds up to which a GPU's operands are copied back and multiplied by numpy: two small copies
+# cost less than the product's ~40 kernel launches and 4 waits on the GPU, which several processes
+# sharing one GPU (a campaign's workers) take in turns. Nearly every generated case is below it.
+HOST_PRODUCT = 2**20
+
+
 def product(a: torch.Tensor, b: torch.Tensor) -> Product:
-    """The float64 product of A and B and the facts the bound needs, computed where the tensors live:
-    numpy on the host (the interpreter's tensors), torch on a GPU, where only the M x N results and the
-    per-row and per-column facts come back. A GPU's float64 products sum in another order than numpy's:
-    the bound's gamma_K(2**-53) term covers any order, and integer sums below 2**53 are exact in all.
-    Batched operands (batch x M x K, batch x K x N) give one product a problem, stacked."""
-    if a.device.type == "cpu" or 0 in (*a.shape, b.shape[-1]):
-        return _product(np, to_float64(a), to_float64(b), (a, b))
+    """The float64 product of A and B and the facts the bound needs: numpy on the host (the
+    interpreter's tensors, and a GPU's up to HOST_PRODUCT multiply-adds), else torch on the GPU, where
+    only the M x N results and the per-row and per-column facts come back. A GPU's float64 products sum
+    in another order than numpy's: the bound's gamma_K(2**-53) term covers any order, and integer sums
+    below 2**53 are exact in all. Batched operands (batch x M x K, batch x K x N) give one product a
+    problem, stacked."""
+    if _on_host(a, b):
+        A, B = to_float64(a), to_float64(b)
+        found = _product(np, A, B, (a, b))
+        vars(found)["inputs"] = (A, B)  # the cached property's value: the copies just made
+        return found
     return _product(torch, a.detach().double(), b.detach().double(), (a, b))
+
+
+def _on_host(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.device.type == "cpu" or 0 in (*a.shape, b.shape[-1]) or a.numel() * b.shape[-1] <= HOST_PRODUCT
 
 
 def _product(lib, A, B, operands) -> Product:

@@ -176,3 +176,23 @@ def test_the_torch_ratio_compares_a_result_with_torch_matmuls_error(backend):
     assert runner.check(kernels.get("tiled"), case, backend).torch_ratio is not None
     exact_case = GemmCase(M=9, N=11, K=70, dtype="fp16", out_dtype="fp16", profile="small_ints", seed=5)
     assert runner.check(kernels.get("tiled"), exact_case, backend).torch_ratio is None  # nothing to compare
+
+
+def test_a_gpus_small_products_are_computed_on_the_host_and_large_ones_where_they_live():
+    """Several processes sharing one GPU take its kernels in turns: a product of up to HOST_PRODUCT
+    multiply-adds is copied back and computed by numpy, a larger one by torch on the GPU."""
+    def on(m, k, n):
+        return numpy_ref._on_host(torch.empty((m, k), device="meta"), torch.empty((k, n), device="meta"))
+
+    assert on(64, 128, 128) and on(1, 1, numpy_ref.HOST_PRODUCT)
+    assert not on(600, 600, 600) and not on(1, 2, numpy_ref.HOST_PRODUCT)
+    assert on(0, 600, 600)  # nothing to multiply
+
+
+def test_the_aligned_magnitude_is_the_same_on_the_host_and_where_the_operands_live(monkeypatch):
+    a = torch.tensor([[float.fromhex("0x1.b84p0"), float.fromhex("0x1.14p-16"), float("inf")]], dtype=torch.float16)
+    b = torch.tensor([[float.fromhex("0x1.1p-19")], [float.fromhex("0x1.c4p-16")], [0.5]], dtype=torch.float16)
+    host = numpy_ref.product(a, b).aligned_magnitude(2.0**-14)
+    monkeypatch.setattr(numpy_ref, "_on_host", lambda a, b: False)  # torch's path, here on the CPU
+    assert not np.array_equal(host, numpy_ref.product(a, b).magnitude)  # the floor lifted something
+    np.testing.assert_array_equal(numpy_ref.product(a, b).aligned_magnitude(2.0**-14), host)

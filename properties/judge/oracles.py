@@ -89,8 +89,10 @@ def memory(ops: Operands) -> None:
     output, nothing written into an input (A, B, then the extras)."""
     for g in ops.outputs():
         canaries_intact(g)
-    for g in ops.inputs():
-        input_unchanged(g)
+    inputs = ops.inputs()
+    if inputs and bool(torch.stack([(raw(g.buffer) != raw(g.before)).any() for g in inputs]).any()):  # one wait
+        for g in inputs:
+            input_unchanged(g)
 
 
 @dataclass(frozen=True)
@@ -212,10 +214,11 @@ def outputs(ops: Operands, precision: str, product: numpy_ref.Product, partials:
     allow = allowances(ops, precision, product, partials)
     unwritten = unwritten_bits(by_name(name_of(ops.c.view.dtype)))
     outputs = {"C": ops.c, **({"pre": ops.extras["pre"]} if "pre" in ops.extras else {})}
-    for name, g in outputs.items():
-        all_written(g.view, allow[name].reference, unwritten, name)
     with phases.timed("oracles"):
-        got = {name: to_float64(g.view) for name, g in outputs.items()}
+        host = {name: g.view.cpu() for name, g in outputs.items()}  # one copy back each: the checks run on the host
+        for name, h in host.items():
+            all_written(h, allow[name].reference, unwritten, name)
+        got = {name: to_float64(h) for name, h in host.items()}
     if "pre" in got:
         compare.values(got["pre"], allow["pre"], name="pre")
     return {name: (allow[name], got[name]) for name in outputs}

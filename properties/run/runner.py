@@ -43,8 +43,10 @@ from gemm_fuzz.properties.launch import ahead, backends, targets
 from gemm_fuzz.properties.model import runnable
 from gemm_fuzz.properties.report import reached, repros
 from gemm_fuzz.properties.report.stats import Stats
-from gemm_fuzz.properties.run import isolation
+from gemm_fuzz.properties.run import hypothesis_pareto, isolation
 from gemm_fuzz.reference.formats import by_name
+
+hypothesis_pareto.install()  # every search runs through a Runner: its pareto front compares cheaply
 
 MODES = ("process", "worker", "sanitize", "racecheck")
 # the compute-sanitizer tool each GPU-only mode runs its worker under
