@@ -132,6 +132,9 @@ def serve(spec: str, backend: str, files: Path, answers: int, extra: list[str]) 
         import torch
 
         torch.cuda.init()
+        from gemm_fuzz.properties.launch import ahead
+
+        ahead.hash_triton_in_background()
     import gemm_fuzz.properties.battery.test_agreement  # noqa: F401
     import gemm_fuzz.properties.battery.test_metamorphic  # noqa: F401
     import gemm_fuzz.properties.battery.test_properties  # noqa: F401

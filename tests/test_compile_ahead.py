@@ -65,3 +65,18 @@ def test_a_kernel_compiled_ahead_is_the_one_the_example_runs(backend):
 @pytest.mark.gpu
 def test_a_launcher_that_raises_while_compiling_ahead_costs_nothing(backend):
     assert ahead.compile_ahead(_variant(raises=True), CASES[:1], backend) == 1  # its error is the example's to report
+
+
+def test_the_hash_of_triton_itself_is_computed_before_the_first_lookup_needs_it():
+    """A worker starts hashing Triton's compiler and library (triton_key, about 0.35 s) in a thread while
+    its parent readies the first example: the first kernel lookup then finds it computed."""
+    import threading
+
+    from triton.runtime.cache import triton_key
+
+    triton_key.cache_clear()
+    ahead.hash_triton_in_background()
+    for thread in threading.enumerate():
+        if thread.name == "gemm-triton-key":
+            thread.join(timeout=60)
+    assert triton_key.cache_info().currsize == 1

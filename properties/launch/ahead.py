@@ -18,6 +18,7 @@ report it. On the interpreter there is nothing to compile and this does nothing.
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
@@ -64,6 +65,25 @@ def _finish(kernel) -> None:
     try:
         kernel.result()
     except Exception:  # noqa: BLE001  a failed compilation: the launch that needs the kernel reports it
+        pass
+
+
+def hash_triton_in_background() -> None:
+    """Start computing, in a thread, the hash of Triton's own compiler and library (`triton_key`: about
+    0.35 s on an H100 host, mostly reading libtriton) that Triton computes once per process the first time
+    it looks a kernel up: a process about to launch compiled kernels then has it ready for its first
+    launch (hashlib and file reads release the GIL). Without it, or on a Triton without it, nothing."""
+    try:
+        from triton.runtime.cache import triton_key
+    except ImportError:
+        return
+    threading.Thread(target=_quietly, args=(triton_key,), name="gemm-triton-key", daemon=True).start()
+
+
+def _quietly(work) -> None:
+    try:
+        work()
+    except Exception:  # noqa: BLE001  the first lookup computes it again and reports what goes wrong
         pass
 
 

@@ -62,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if not ready(load=True):
         return 2
+    if not backend.interpreted:  # while the parent readies its first example
+        ahead.hash_triton_in_background()
     for line in sys.stdin:
         if not line.strip():
             continue
