@@ -3,15 +3,16 @@
 With an example database and `hypothesis.target` (every campaign, and `pytest` under the dev
 profile), Hypothesis keeps a pareto front of the examples it has run. Each addition compares the new
 example with about twenty members, and each comparison (`pareto.dominance`) recomputes both examples'
-`sort_key`: one `choice_to_index` per choice, about a hundred per GEMM case. That was 60% of an
-in-process campaign's time on the CPU (12.1 s of 20 s under cProfile, 150,732 keys for 1,102
-additions), more than running the examples.
+`sort_key`: one `choice_to_index` per choice, about a hundred per GEMM case. In an in-process
+campaign on a kernel that itself costs little (`torch.matmul` behind the contract, on the CPU) that
+was 12.1 s of 20 s under cProfile (150,732 keys for 1,102 additions), more than running the examples.
 
 A key depends only on the example's choices, an immutable tuple, so `install()` memoizes it by that
 tuple's identity (holding the tuple, so the identity is not reused while the entry lives). Every
-comparison, and so every front and every verdict, is what it was: `tests/test_hypothesis_pareto.py`
-checks the keys are equal and that the patch is in place. A Hypothesis without these internals is
-left as it is.
+comparison, and so the whole search, is what it was: `tests/test_hypothesis_pareto.py` runs one
+seeded search with and without the memo (the same examples; 36 times fewer choices converted). Measured:
+20 to 30% more examples a second in that campaign, 6% in the interpreter's tiled fp16 campaign. A
+Hypothesis without these internals is left as it is.
 """
 
 from __future__ import annotations
