@@ -309,7 +309,7 @@ def load(spec: str, signature: str | None = None) -> Variant:
     except ValueError as e:
         raise KernelSpecError(f"{spec!r}: {e}") from None
     _LOADED[ref.name] = (variant, ref)
-    _SEEN.update({f: _contents(f) for f in tree(Path(ref.path).resolve())})  # refresh() compares with these
+    _SEEN.update({f: _contents(f) for f in tree(Path(ref.path))})  # refresh() compares with these (path: resolved)
     return variant
 
 
