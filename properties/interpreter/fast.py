@@ -35,6 +35,8 @@ import os
 import numpy as np
 from greenlet import getcurrent
 
+from gemm_fuzz.properties.interpreter import together
+
 ENV = "GEMM_INTERPRETER_FAST"
 
 
@@ -487,8 +489,10 @@ def install() -> str:
     if _state.header is None:
         if enabled_by_environment():
             _install()
+            together.install()
             _state.header = (f"gemm interpreter fast path: on (builtins replayed from recipes keyed by argument types, "
-                       f"start-up objects frozen out of the garbage collector; {ENV}=0 turns it off)")
+                             "a launch's programs run together where they share no memory and take the same "
+                             f"branches, start-up objects frozen out of the garbage collector; {ENV}=0 turns it off)")
         else:
             _state.header = f"gemm interpreter fast path: off ({ENV}=0)"
     return _state.header
@@ -503,7 +507,8 @@ def switched(on: bool):
     elif not on and was:
         uninstall()
     try:
-        yield
+        with together.switched(on):
+            yield
     finally:
         if was and not installed():
             _install()

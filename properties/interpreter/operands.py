@@ -31,3 +31,28 @@ class Operand:
                 coords[d], left = divmod(left, self.strides[d])
         inside = not rest and not left and all(i < n for i, n in zip(coords, self.shape))
         return offset, tuple(coords) if inside else None
+
+
+def of_launch(host: dict) -> list[Operand]:
+    """The tensor arguments of a launch (tuples and host TensorDescriptors looked into), by parameter name;
+    empty tensors and those with negative strides left out."""
+    from triton.runtime.jit import TensorWrapper
+
+    found = []
+
+    def add(name, value):
+        if isinstance(value, tuple):
+            for i, v in enumerate(value):
+                add(f"{name}[{i}]", v)
+        elif hasattr(value, "block_shape") and hasattr(value, "base"):  # a host TensorDescriptor
+            add(name, value.base)
+        elif hasattr(value, "data_ptr"):
+            tensor = value.base if isinstance(value, TensorWrapper) else value  # triton.reinterpret(...)
+            itemsize = value.dtype.primitive_bitwidth // 8 if isinstance(value, TensorWrapper) else value.element_size()
+            shape, strides = tuple(tensor.shape), tuple(tensor.stride())
+            if tensor.numel() and min(strides, default=0) >= 0:
+                found.append(Operand(name, value.data_ptr(), max(1, itemsize), shape, strides))
+
+    for name, value in host.items():
+        add(name, value)
+    return found

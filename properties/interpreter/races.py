@@ -285,6 +285,10 @@ class RacesChecked:
     """Context manager: launches inside run with every global-memory access race-checked; the
     programs run in program-id order unless a schedule.ordered() block says otherwise."""
 
+    # programs that share no memory have nothing to report: such a launch may run without the detector
+    # (together.py checks that they share none)
+    accepts_programs_apart = True
+
     def __enter__(self) -> RacesChecked:
         schedule.observe(self)
         return self

@@ -580,6 +580,22 @@ def bounds_checked(duplicate_stores: bool = False, reached: dict | None = None) 
     return BoundsChecked(duplicate_stores, reached)
 
 
+def checkpoint():
+    """A function that forgets every violation recorded after this call: for a launch tried another way
+    first (together.py), whose refusals are found again, as they happen, when it runs one by one."""
+    launch = _state.launch
+    violation = launch.violation if launch is not None else None
+    counts = [(context, len(context.violations)) for context in _state.contexts]
+
+    def rewind() -> None:
+        if launch is not None:
+            launch.violation = violation
+        for context, count in counts:
+            del context.violations[count:]
+
+    return rewind
+
+
 def hooks() -> int:
     """How many interpreter functions the sanitizer hooks in this Triton release (raises
     SanitizerUnavailable, naming the hook and the version, where a required one is missing)."""

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gemm_fuzz.properties.interpreter.operands import Operand
+from gemm_fuzz.properties.interpreter import operands, together
 from gemm_fuzz.properties.judge.failures import GemmFailure, GridTooLarge
 
 
@@ -93,29 +93,6 @@ class SchedulerUnavailable(RuntimeError):
 # one launch: its programs, tensor arguments and source sites
 
 
-def _operands(host: dict) -> list[Operand]:
-    from triton.runtime.jit import TensorWrapper
-
-    found = []
-
-    def add(name, value):
-        if isinstance(value, tuple):
-            for i, v in enumerate(value):
-                add(f"{name}[{i}]", v)
-        elif hasattr(value, "block_shape") and hasattr(value, "base"):  # a host TensorDescriptor
-            add(name, value.base)
-        elif hasattr(value, "data_ptr"):
-            tensor = value.base if isinstance(value, TensorWrapper) else value  # triton.reinterpret(...)
-            itemsize = value.dtype.primitive_bitwidth // 8 if isinstance(value, TensorWrapper) else value.element_size()
-            shape, strides = tuple(tensor.shape), tuple(tensor.stride())
-            if tensor.numel() and min(strides, default=0) >= 0:
-                found.append(Operand(name, value.data_ptr(), max(1, itemsize), shape, strides))
-
-    for name, value in host.items():
-        add(name, value)
-    return found
-
-
 class Launch:
     """One kernel launch as the scheduler and the race detector see it."""
 
@@ -124,7 +101,7 @@ class Launch:
         self.kernel = getattr(fn, "__name__", "?")
         self.filename = code.co_filename if code else ""
         self.programs = [(x, y, z) for x in range(grid[0]) for y in range(grid[1]) for z in range(grid[2])]
-        self.operands = _operands(host)
+        self.operands = operands.of_launch(host)
         self.sites: list[tuple[str, str | None]] = []  # (op, "file:line") by site id
         self._site_ids: dict[tuple[str, str | None], int] = {}
 
@@ -439,6 +416,11 @@ _state = _State()
 def _run_programs(fn, args: dict, grid: tuple[int, int, int], host: dict) -> None:
     builder = _INTERP.interpreter_builder
     context = _state.contexts[-1] if _state.contexts else None
+    if together.worth_trying(fn, grid, _state.observers) and together.run(fn, args, grid, operands.of_launch(host),
+                                                                          builder):
+        if context is not None:
+            context.runs.append(_ran_whole(fn, grid, context._rng))
+        return
     if context is None and not _state.observers:  # Triton's own loop
         for x in range(grid[0]):
             for y in range(grid[1]):
@@ -454,6 +436,20 @@ def _run_programs(fn, args: dict, grid: tuple[int, int, int], host: dict) -> Non
         _state.run = outer
         if context is not None:
             context.runs.append(run.record())
+
+
+def _ran_whole(fn, grid: tuple[int, int, int], rng: random.Random | None) -> RunRecord:
+    """The record of a launch whose programs had no switch point, so that each ran to its end once started
+    (together.py ran them at once): started in the drawn order, with the draws _Run makes (a shuffle, then
+    one choice among one candidate per start), so later launches draw what they would have."""
+    programs = [(x, y, z) for x in range(grid[0]) for y in range(grid[1]) for z in range(grid[2])]
+    order = list(range(len(programs)))
+    if rng is not None:
+        rng.shuffle(order)
+        for i in order:
+            rng.choice([i])
+    starts = tuple(programs[i] for i in order)
+    return RunRecord(getattr(fn, "__name__", "?"), starts, starts, 0)
 
 
 # the most programs a CUDA grid takes along axes 0, 1 and 2 (compute capability 3.0 and later)
