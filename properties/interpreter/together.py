@@ -35,12 +35,14 @@ import functools
 
 import numpy as np
 
-# at most this many programs run together (each handle holds P blocks)
+# at most this many programs run together (each handle holds P blocks) ...
 MAX_PROGRAMS = 512
-# a kernel that could not run together this many times (and never could) is run one by one from then on
-GIVE_UP_AFTER = 3
 # ... and at most this many elements in one handle (all programs' blocks)
 MAX_ELEMENTS = 1 << 22
+# a kernel that could not run together this many times (and never could) is run one by one from then on
+GIVE_UP_AFTER = 3
+# an output is saved before its first store, to be put back if the programs then run one by one
+MAX_SAVED_BYTES = 1 << 28
 # the written bytes of a group of nearby stores are tracked in one array over their span; a wider span
 # is run one by one
 MAX_WRITTEN_SPAN = 1 << 24
@@ -344,6 +346,8 @@ def _note(addrs: np.ndarray, mask: np.ndarray, itemsize: int, writes: bool, toge
                                  and hi <= _state.operands[touched[0]].end) else touched:
             if i not in _state.saved:
                 o = _state.operands[i]
+                if o.end - o.ptr > MAX_SAVED_BYTES:
+                    raise _Apart("an output too large to save before the first store")
                 view = np.ctypeslib.as_array((ctypes.c_uint8 * (o.end - o.ptr)).from_address(o.ptr))
                 _state.saved[i] = (view, view.copy())
     _state.accesses.append(_Access(addrs, mask, itemsize, writes, together, lo, hi))
