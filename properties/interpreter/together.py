@@ -159,6 +159,10 @@ def _same_rank(args) -> bool:
 
 
 def _full(h, shape: tuple) -> np.ndarray:
+    """h's data over `shape`: as it is where it has that shape already (as one by one), else a copy (Triton
+    3.6's store refuses the read-only views broadcast_to makes)."""
+    if h.data.shape == shape:
+        return h.data
     return np.ascontiguousarray(np.broadcast_to(h.data, shape))
 
 
