@@ -86,13 +86,12 @@ class _State:
         self.operands: list = []
         self.saved: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # operand index -> (its bytes, their copy)
         self.kernels: dict = {}  # kernel function -> [launches run together, launches run one by one]
-        self.launches = [0, 0]  # [together, one by one after trying], for tests and the header
+        self.launches = [0, 0]  # [together, one by one after trying]: for tests and measurements
         self.handle = None  # the class of handles with a program axis
         self.tensor_handle = None
         self.interp = self.tl = None
         self.saved_builder: dict = {}
         self.saved_patch_lang = None
-        self.header: str | None = None
         self.reason: str | None = None  # why the last launch tried ran one by one
         self.patches: list = []  # (owner, name, value) set on triton.language while a launch runs together
         self.min_max: dict = {}  # "min"/"max" -> ours
@@ -619,7 +618,6 @@ def run(fn, args: dict, grid: tuple[int, int, int], operands: list, builder) -> 
     return False
 
 
-
 def _share_nothing() -> bool:
     """Exact: no byte a program stored is loaded or stored by another program. The stores are grouped by
     where they lie (an output, a workspace), each group's bytes tracked in one array over its span."""
@@ -676,12 +674,13 @@ def _bytes(access: _Access, base: int):
 # installation
 
 
-def install() -> str:
+def install() -> None:
     """Wrap the interpreter's builder (after the fixes and the scheduler, before any sanitizer block) and
-    probe: the probe kernels must leave the same bits together and one by one. Idempotent."""
-    if _state.header is not None:
+    probe: the probe kernels must leave the same bits together and one by one. Idempotent; the fast
+    path's header line names it."""
+    if _state.installed:
         _state.enabled = True
-        return _state.header
+        return
     import triton.language as tl
     from triton.runtime import interpreter as interp
 
@@ -703,9 +702,6 @@ def install() -> str:
     except BaseException:
         uninstall()
         raise
-    _state.header = ("gemm interpreter: a launch's programs run together where they share no memory and take the "
-                     "same branches (one by one otherwise)")
-    return _state.header
 
 
 def uninstall() -> None:
@@ -717,7 +713,6 @@ def uninstall() -> None:
         _state.interp._patch_lang = _state.saved_patch_lang
         _state.saved_patch_lang = None
     _state.installed = _state.enabled = False
-    _state.header = None
 
 
 @contextlib.contextmanager
