@@ -95,7 +95,7 @@ class _State:
         self.reason: str | None = None  # why the last launch tried ran one by one
         self.patches: list = []  # (owner, name, value) set on triton.language while a launch runs together
         self.min_max: dict = {}  # "min"/"max" -> ours
-        self.namespaces: dict = {}  # id -> (a module namespace given our min and max, what was there)
+        self.namespaces: dict = {}  # id -> (a module namespace given our min and max, the names added)
 
 
 _state = _State()
@@ -283,10 +283,6 @@ def _apart(original, reason: str):
     return op
 
 
-def _passing(original):
-    return original  # it calls other builder methods, which see the program axis
-
-
 def _memory(original, writes: bool):
     """A masked load or store: broadcast to one shape, bounds-checked against the launch's tensor arguments
     before it runs, and recorded for the check that programs share no memory."""
@@ -331,11 +327,12 @@ def _memory(original, writes: bool):
 def _note(addrs: np.ndarray, mask: np.ndarray, itemsize: int, writes: bool, together: bool) -> None:
     """Check that the access stays inside the launch's tensor arguments (saving the bytes of those it writes
     the first time), and record it."""
-    lanes = addrs[mask] if mask.shape == addrs.shape else addrs.reshape(-1)
+    lanes = addrs[mask]  # the mask has the pointers' shape (both callers broadcast it)
     if lanes.size == 0:
         return
     lo, hi = int(lanes.min()), int(lanes.max()) + itemsize
-    touched = [i for i, o in enumerate(_state.operands) if o.ptr <= lo and hi <= o.end]
+    # the arguments a store may change: one that holds every lane, else each one some lane falls in
+    touched = [i for i, o in enumerate(_state.operands) if o.ptr <= lo and hi <= o.end][:1]
     if not touched:
         touched = [i for i, o in enumerate(_state.operands) if lo < o.end and o.ptr < hi]
         inside = np.zeros(lanes.shape, dtype=bool)
@@ -345,8 +342,7 @@ def _note(addrs: np.ndarray, mask: np.ndarray, itemsize: int, writes: bool, toge
         if not inside.all():
             raise _Apart("an access outside the launch's tensor arguments")
     if writes:
-        for i in touched[:1] if (lo >= _state.operands[touched[0]].ptr
-                                 and hi <= _state.operands[touched[0]].end) else touched:
+        for i in touched:
             if i not in _state.saved:
                 o = _state.operands[i]
                 if o.end - o.ptr > MAX_SAVED_BYTES:
@@ -361,7 +357,6 @@ _KINDS = {
     "create_get_program_id": _program_id,
     "create_masked_load": functools.partial(_memory, writes=False),
     "create_masked_store": functools.partial(_memory, writes=True),
-    "create_load": _passing, "create_store": _passing,  # through the masked ones
     "unary_op": _unary,
     "create_splat": lambda o: _shape_op(o, _splat),
     "create_broadcast": lambda o: _shape_op(o, _broadcast),
@@ -388,8 +383,10 @@ _ELEMENTWISE = (
                                    "UNE")])
 _PER_PROGRAM = ["create_dot", "create_dot_scaled", "create_gather", "create_histogram", "create_unsplat",
                 "create_erf", "create_cos", "create_sin", "create_exp", "create_exp2", "create_log", "create_log2"]
+# left as they are (name prefixes): no handle in, or, for the unmasked load and store, only calls of the
+# masked ones, which see the program axis
 _UNTOUCHED = ("set_grid_idx", "set_grid_dim", "get_", "create_make_range", "create_get_num_programs",
-              "create_barrier")
+              "create_barrier", "create_load", "create_store")
 
 
 def _kind(name: str):
@@ -501,25 +498,18 @@ def _min_max(builtin, second_if: str):
 
 def _patch_globals(namespace: dict) -> None:
     """Python's min and max, in the module of a function the launch runs (unless it defines its own)."""
-    key = id(namespace)
-    if key in _state.namespaces:
+    if id(namespace) in _state.namespaces:
         return
-    previous = {}
-    for name, ours in _state.min_max.items():
-        current = namespace.get(name, _MISSING)
-        if current is _MISSING:
-            previous[name] = current
-            namespace[name] = ours
-    _state.namespaces[key] = (namespace, previous)
+    added = [name for name in _state.min_max if name not in namespace]
+    for name in added:
+        namespace[name] = _state.min_max[name]
+    _state.namespaces[id(namespace)] = (namespace, added)
 
 
 def _unpatch_globals() -> None:
-    for namespace, previous in _state.namespaces.values():
-        for name, value in previous.items():
-            if value is _MISSING:
-                namespace.pop(name, None)
-            else:
-                namespace[name] = value
+    for namespace, added in _state.namespaces.values():
+        for name in added:
+            namespace.pop(name, None)
     _state.namespaces = {}
 
 
