@@ -246,3 +246,55 @@ def test_the_suites_own_error_fails_its_test_once_and_is_never_run_again(backend
         assert prop.ran == 1
         assert runner.stats.targets["agreement-fp16"].internal == 1
         assert runner.stats.targets["agreement-fp16"].failures == 0  # not counted against a kernel
+
+
+def test_a_race_caught_in_a_worker_keeps_its_kind_in_a_parent_that_never_imported_the_detector(backend):
+    """The worker's verdict is decoded by a parent that has imported nothing of the interpreter's race
+    detector (as pytest's and the campaign's parents are): it is still a data race, with its fields."""
+    if not backend.interpreted:
+        pytest.skip("the race detector runs in the interpreter")
+    script = f"""
+import sys
+from gemm_fuzz.properties.checks.example import Example
+from gemm_fuzz.properties.judge.failures import GemmFailure
+from gemm_fuzz.properties.launch import user_kernel
+from gemm_fuzz.properties.model.cases import GemmCase
+from gemm_fuzz.properties.run import isolation
+variant = user_kernel.load({str(Path(__file__).parent / "race_kernels.py")!r} + ":split_k_plain_partials")
+worker = isolation.Worker("interpreter", kernel=user_kernel.loaded(variant.name)[1].to_dict())
+try:
+    case = GemmCase(20, 17, 70, "fp16", "fp16", profile="small_ints", seed=3)
+    isolation.verdict(worker.run(Example("reference", variant.name, case).to_dict(), timeout=300), None)
+except GemmFailure as failure:
+    print(type(failure).__name__, "|", failure.kind, "|", failure.operand,
+          "| races imported:", "gemm_fuzz.properties.interpreter.races" in sys.modules)
+finally:
+    worker.close()
+"""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert done.stdout.strip() == "DataRace | data race | ws_ptr | races imported: False", done.stdout + done.stderr
+
+
+def test_every_failure_kind_is_defined_where_decoding_finds_it():
+    """No module of the suite defines a kind of its own: a process decodes a failure with failures.py alone."""
+    import importlib
+    import pkgutil
+
+    import gemm_fuzz.properties
+
+    for module in pkgutil.walk_packages(gemm_fuzz.properties.__path__, "gemm_fuzz.properties."):
+        if module.name.endswith(("plugin", "campaign", "watch")) or ".battery" in module.name:
+            continue  # entry points with side effects; they define no kinds
+        importlib.import_module(module.name)
+    outside = {name: cls.__module__ for name, cls in GemmFailure._registry.items()
+               if cls.__module__.startswith("gemm_fuzz.") and cls.__module__ != GemmFailure.__module__}
+    assert not outside, outside
+
+
+def test_a_failure_of_unknown_kind_is_an_internal_error_never_a_plain_failure():
+    failure = GemmFailure.from_dict({"type": "NoSuchKind", "message": "x happened", "fields": {}})
+    assert isinstance(failure, SuiteError) and failure.blame == "suite"
+    assert "'NoSuchKind'" in failure.message and "x happened" in failure.message

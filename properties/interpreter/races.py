@@ -62,18 +62,8 @@ import math
 import numpy as np
 
 from gemm_fuzz.properties.interpreter import schedule
-from gemm_fuzz.properties.interpreter.schedule import Access, ConcurrencyError, Launch
-
-
-class DataRace(ConcurrencyError):
-    """Two programs accessed one element, at least one writing, not both atomic, with no happens-before.
-
-    Fields: kernel; operand (the kernel argument the element belongs to), offset (element offset from
-    its data pointer), coordinates, address; program_id, op ("load", "store", "atomic add (relaxed)",
-    "volatile load", ...) and line ("file:line") of the access that came second here; other_program_id,
-    other_op and other_line of the one that came first."""
-
-    kind = "data race"
+from gemm_fuzz.properties.interpreter.schedule import Access, Launch
+from gemm_fuzz.properties.judge.failures import DataRace
 
 
 class _Log:

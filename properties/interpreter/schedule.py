@@ -50,12 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gemm_fuzz.properties.interpreter import operands, together
-from gemm_fuzz.properties.judge.failures import GemmFailure, GridTooLarge
-
-
-class ConcurrencyError(GemmFailure):
-    """A verdict on how a launch's programs interact (a deadlock, a data race). A launch raises it as
-    itself, not wrapped in Triton's InterpreterError."""
+from gemm_fuzz.properties.judge.failures import ConcurrencyError, Deadlock, GridTooLarge
 
 
 @dataclass(frozen=True)
@@ -76,13 +71,6 @@ class Waiter:
                   + (f" {list(self.coordinates)}" if self.coordinates is not None else "")
                   if self.operand else "an address outside every tensor argument")
         return f"program {self.program_id}{where} spins on {self.op} of {target}, which stays {self.value}"
-
-
-class Deadlock(ConcurrencyError):
-    """Every live program of a launch waits on a value that only another waiting program could change.
-    Fields: kernel, waiting (a Waiter per waiting program), finished (programs run to completion)."""
-
-    kind = "deadlock"
 
 
 class SchedulerUnavailable(RuntimeError):

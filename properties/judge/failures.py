@@ -69,7 +69,15 @@ class GemmFailure(AssertionError):
 
     @staticmethod
     def from_dict(data: dict) -> GemmFailure:
-        cls = GemmFailure._registry.get(data["type"], GemmFailure)
+        """The failure `to_dict` wrote, as its own kind. Every kind is defined in this module, so a
+        process that decodes one has them all; a type it does not know is the suite's internal error
+        (two processes of different versions, say), never silently a plain failure."""
+        cls = GemmFailure._registry.get(data["type"])
+        if cls is None:
+            return SuiteError(f"a failure of unknown kind {data['type']!r} came back from another process "
+                              f"(its message: {data.get('message', '')!r}); the kinds known here are "
+                              f"{', '.join(sorted(GemmFailure._registry))}\n{REPORT_TO}",
+                              error="UnknownFailureKind", detail=data["type"])
         error = cls.__new__(cls)
         GemmFailure.__init__(error, data["message"], **data.get("fields", {}))
         error.context = dict(data.get("context", {}))
@@ -136,6 +144,31 @@ class RacecheckError(GemmFailure):
     """compute-sanitizer's racecheck reported a shared-memory hazard between threads of a block (GPU)."""
 
     kind = "shared-memory race"
+
+
+class ConcurrencyError(GemmFailure):
+    """A verdict on how a launch's programs interact (a deadlock, a data race). A launch raises it as
+    itself, not wrapped in Triton's InterpreterError."""
+
+
+class Deadlock(ConcurrencyError):
+    """Every live program of a launch waits on a value that only another waiting program could change
+    (properties/interpreter/schedule.py). Fields: kernel, waiting (a Waiter per waiting program),
+    finished (programs run to completion)."""
+
+    kind = "deadlock"
+
+
+class DataRace(ConcurrencyError):
+    """Two programs accessed one element, at least one writing, not both atomic, with no happens-before
+    (properties/interpreter/races.py).
+
+    Fields: kernel; operand (the kernel argument the element belongs to), offset (element offset from
+    its data pointer), coordinates, address; program_id, op ("load", "store", "atomic add (relaxed)",
+    "volatile load", ...) and line ("file:line") of the access that came second here; other_program_id,
+    other_op and other_line of the one that came first."""
+
+    kind = "data race"
 
 
 class Crashed(GemmFailure):
