@@ -190,6 +190,62 @@ def fbgemm_grouped_gemm_contiguous_b(a, b, c, *, m_sizes):
     _fbgemm(a, b, c, m_sizes, True)
 
 
+# --- A kernels-community-style grouped GEMM over ragged groups of rows (m_sizes): program (t, n) walks the groups
+# --- with tl.range to find the group of its t-th row tile, with 64-bit group offsets (g.to(tl.int64)) and a
+# --- tl.range K loop. The twin's store mask uses A's whole M, not its group's end: a group's last tile writes
+# --- zeros into the next group's first rows, which another program stores (right in program-id order: a race)
+
+
+@triton.jit
+def _kc_grouped_gemm(a_ptr, b_ptr, c_ptr, m_sizes_ptr, G, M, N, K, stride_am, stride_ak, stride_bg, stride_bk,
+                     stride_bn, stride_cm, stride_cn, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                     WHOLE_M_MASK: tl.constexpr):
+    tile = tl.program_id(0)
+    cols = tl.program_id(1) * BN + tl.arange(0, BN)
+    ks = tl.arange(0, BK)
+    start = 0
+    tiles_before = 0
+    for g in tl.range(0, G):
+        size = tl.load(m_sizes_ptr + g)
+        tiles = tl.cdiv(size, BM)
+        if (tile >= tiles_before) & (tile < tiles_before + tiles):
+            end = start + size
+            rows = start + (tile - tiles_before) * BM + tl.arange(0, BM)
+            b_group = b_ptr + g.to(tl.int64) * stride_bg
+            acc = tl.zeros((BM, BN), dtype=tl.float32)
+            for k in tl.range(0, tl.cdiv(K, BK)):
+                kk = k.to(tl.int64) * BK + ks
+                a = tl.load(a_ptr + rows[:, None].to(tl.int64) * stride_am + kk[None, :] * stride_ak,
+                            mask=(rows[:, None] < end) & (kk[None, :] < K), other=0.0)
+                b = tl.load(b_group + kk[:, None] * stride_bk + cols[None, :] * stride_bn,
+                            mask=(kk[:, None] < K) & (cols[None, :] < N), other=0.0)
+                acc = tl.dot(a, b, acc, input_precision="ieee")
+            row_limit = M if WHOLE_M_MASK else end
+            tl.store(c_ptr + rows[:, None].to(tl.int64) * stride_cm + cols[None, :] * stride_cn,
+                     acc.to(c_ptr.dtype.element_ty), mask=(rows[:, None] < row_limit) & (cols[None, :] < N))
+        start += size
+        tiles_before += tiles
+
+
+def _kc_grouped(a, b, c, m_sizes, whole_m_mask):
+    M, K = a.shape
+    G, _, N = b.shape
+    assert m_sizes.shape == (G,) and m_sizes.dtype == torch.int32, "m_sizes must be (G,) int32"
+    grid = (triton.cdiv(M, 16) + G, triton.cdiv(N, 16))  # at most one partial tile per group beyond M's tiles
+    _kc_grouped_gemm[grid](a, b, c, m_sizes, G, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                           b.stride(2), c.stride(0), c.stride(1), BM=16, BN=16, BK=16, WHOLE_M_MASK=whole_m_mask)
+
+
+@contract(dtypes=HALF, blocks=(16, 16, 16), operation=RAGGED_SIZES)
+def kc_grouped_gemm(a, b, c, *, m_sizes):
+    _kc_grouped(a, b, c, m_sizes, False)
+
+
+@contract(dtypes=HALF, blocks=(16, 16, 16), operation=RAGGED_SIZES)
+def kc_grouped_gemm_whole_m_mask(a, b, c, *, m_sizes):
+    _kc_grouped(a, b, c, m_sizes, True)
+
+
 # --- torch._grouped_mm-style callers (offs: cumulative ends of the groups): a 2-D grid of (group, tile), each
 # --- program finding its group's rows from offs and leaving early past them. The twin reads group 0's start at
 # --- offs[-1], an address before offs, masked in the right kernel

@@ -117,3 +117,23 @@ def test_an_autotuned_kernel_with_a_configuration_too_big_for_the_device_passes(
     result.stdout.fnmatch_lines(["*GEMM coverage*", "user:my_kernel.matmul#*-fp16: config 1 (BM=32,BN=16,BK=32,"
                                  "num_warps=1,*) not runnable on CPU *: shared memory, required 327680, hardware "
                                  "limit 232448"])
+
+
+def test_a_kernel_the_interpreter_cannot_run_is_skipped_saying_why_never_failed(pytester, backend):
+    """tl.inline_asm_elementwise (fast dequantization kernels use it) has no interpreter implementation: every
+    example is not runnable in the interpreter, so each test is skipped with that reason, never failed and
+    never blamed on the launcher. On a GPU the same kernel compiles, runs and passes."""
+    asm = edited(TILED, (Edit("acc.to(c.dtype.element_ty)",
+                               'tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [acc], dtype=tl.float32, '
+                               "is_pure=True, pack=1).to(c.dtype.element_ty)"),), "inline_asm")
+    pytester.makepyfile(my_kernel=asm)
+    result = pytester.runpytest_subprocess("--gemm-kernel", "my_kernel.py:matmul", "--gemm-backend", backend.name,
+                                           "-k", "reference and fp16", "-p", "no:cacheprovider", "--gemm-repros", "",
+                                           "-rs", timeout=900)
+    out = " ".join(result.stdout.str().split())
+    if backend.interpreted:
+        result.assert_outcomes(skipped=1)
+        assert "not runnable in the interpreter: NotImplementedError: inline_asm not supported" in out, out[-3000:]
+        assert "launcher refused" not in out
+    else:
+        result.assert_outcomes(passed=1)

@@ -38,18 +38,32 @@ faithful emulation exists, fixed for this process. `apply()` returns what it app
                  nearest even and toward zero (the largest finite value on overflow): emulated so.
   loop bounds    Triton 3.6's interpreter calls int() on 1-element arrays, which NumPy >= 2.4 refuses
                  ('only 0-dimensional arrays can be converted'): `range(0, K, BK)` loops fail.
+  loop indices   `for g in tl.range(0, G)` (and `range`) hands out Python ints where compiled code has an
+                 int32 (or int64) scalar: `g.to(tl.int64)` raised AttributeError at the kernel's line, and
+                 `g * stride` never wrapped at 32 bits: indices are made Triton scalars of the type the
+                 compiler gives them (tl.static_range keeps its constexprs).
+  boolean ops    `a and b`, `a or b` and `not a` on blocks took Python's truth of a block (always true): a
+                 mask `(rows < M) and (cols < N)` lost its first half. The compiler combines tensors
+                 elementwise (code_generator.visit_BoolOp): so are they.
+  fp8 narrowing  fp32/fp16/bf16 -> fp8 casts (in-kernel activation quantization) rounded halves away from
+                 zero, lost the carry into the exponent and did not saturate: rounded to nearest even and
+                 saturated, as cvt.rn.satfinite does on the GPU (tests/test_backends checks it there).
   half atomics   tl.atomic_add on fp16 raises OverflowError where the sum overflows, and on bf16 raises
                  'Unsupported data type' (Triton 3.6 and 3.9): each lane's addition, in lane order, is
                  computed in float64 (exact for fp16; for bf16 53 >= 2 * 8 + 2 bits, so rounding twice
                  is rounding once) and rounded to nearest even, +-Inf on overflow, as atom.add.f16 and
                  atom.add.bf16 do on the GPU.
 
-Every fix is verified after it is applied: if its probe still fails, start-up fails loudly.
+`FIXES` (at the end) is the table: each gap's probe, its fix and its header line, applied in order. Every fix
+is verified after it is applied: if its probe still fails, start-up fails loudly. The last three are
+rewrites of the kernel's syntax tree on top of the interpreter's own (`_kernel_rewriter`).
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -203,7 +217,7 @@ def loop_bounds_work() -> bool:
 _PRECISION = triton._C.libtriton.ir.INPUT_PRECISION
 
 
-def _patch_dot(bf16: bool, tf32: bool) -> None:
+def _patch_bf16_dot() -> None:
     original = _interp.InterpreterBuilder.create_dot
 
     def to_fp32(h):
@@ -212,9 +226,16 @@ def _patch_dot(bf16: bool, tf32: bool) -> None:
         return h
 
     def create_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
-        if bf16:
-            a, b = to_fp32(a), to_fp32(b)
-        if tf32 and input_precision == _PRECISION.TF32 and a.dtype.scalar == tl.float32 == b.dtype.scalar:
+        return original(self, to_fp32(a), to_fp32(b), d, input_precision, max_num_imprecise_acc)
+
+    _interp.InterpreterBuilder.create_dot = create_dot
+
+
+def _patch_tf32_dot() -> None:
+    original = _interp.InterpreterBuilder.create_dot
+
+    def create_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
+        if input_precision == _PRECISION.TF32 and a.dtype.scalar == tl.float32 == b.dtype.scalar:
             a = _interp.TensorHandle(round_to_tf32(a.data), tl.float32)
             b = _interp.TensorHandle(round_to_tf32(b.data), tl.float32)
         return original(self, a, b, d, input_precision, max_num_imprecise_acc)
@@ -484,6 +505,63 @@ def _patch_fp8_widening() -> None:
     _interp._convert_float = convert_float
 
 
+# (fp16, bf16, fp32) -> fp8: the interpreter rounds halves away from zero, loses the carry into the exponent and
+# does not saturate (REFERENCES); the GPU converts with cvt.rn.satfinite (nearest even, NaN kept, anything past
+# the largest finite value clamped to it: in-kernel activation quantization relies on that)
+
+
+def narrow_to_fp8(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Float values as the GPU converts them to an fp8 format: to nearest even, saturating; NaN stays NaN."""
+    big = torch.finfo(dtype).max
+    wide = x.float()
+    return torch.where(wide.isnan(), wide, wide.clamp(-big, big)).to(dtype)
+
+
+def _patch_fp8_narrowing() -> None:
+    original = _interp._convert_float
+
+    def convert_float(input, input_dtype, output_dtype, rounding_mode):
+        fp8, wide = _FP8.get(output_dtype.name), _WIDE.get(input_dtype.name)
+        if fp8 is None or wide is None or rounding_mode == _ROUNDING.RTZ:
+            return original(input, input_dtype, output_dtype, rounding_mode)
+        values = torch.from_numpy(np.ascontiguousarray(input).view({np.uint16: np.int16, np.uint32: np.int32}[
+            wide[1]])).view(wide[0])
+        return narrow_to_fp8(values, fp8).view(torch.uint8).numpy().reshape(np.shape(input))
+
+    _interp._convert_float = convert_float
+
+
+@triton.jit
+def _narrow_probe(x_ptr, y_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs).to(y_ptr.dtype.element_ty))
+
+
+def fp8_narrowing_probe_values() -> torch.Tensor:
+    """Ties of both formats, the carry into the exponent, values past the largest finite one, subnormals, signed
+    zeros, Inf and NaN."""
+    return torch.tensor([1.0625, 1.1875, -1.0625, 1.9375, 15.5, 0.96875, 464.0, 500.0, 1e6, -1e6, 57344.0, 61440.0,
+                         2.0**-9, 2.0**-10, 3 * 2.0**-10, 2.0**-17, 1.125, 1.375, 0.0, -0.0, 240.0, 248.0, 7.0, 0.1,
+                         float("inf"), float("-inf"), float("nan"), 3.0e-5, 2.0**-16, 1.5 * 2.0**-16, 448.0, -0.3])
+
+
+def fp8_narrowing_is_faithful(device="cpu") -> bool:
+    """fp32, fp16 and bf16 -> e4m3 and e5m2 as narrow_to_fp8 says, bit for bit (NaN: any NaN)."""
+    x = fp8_narrowing_probe_values()
+    for source in (torch.float32, torch.float16, torch.bfloat16):
+        wide = x.to(source)
+        for dtype in _FP8.values():
+            y = torch.empty(x.numel(), dtype=dtype, device=device)
+            with np.errstate(invalid="ignore", over="ignore"):
+                _narrow_probe[(1,)](wide.to(device), y, N=x.numel())
+            got, expected = y.cpu(), narrow_to_fp8(wide, dtype)
+            nan = expected.float().isnan()
+            if not torch.equal(got.float().isnan(), nan) or \
+                    not torch.equal(got.view(torch.uint8)[~nan], expected.view(torch.uint8)[~nan]):
+                return False
+    return True
+
+
 @triton.jit
 def _fp8_dot_probe(a_ptr, b_ptr, c_ptr, M: tl.constexpr):
     rows = tl.arange(0, M)
@@ -649,88 +727,226 @@ def half_atomic_add_is_faithful(device="cpu") -> bool:
     return True
 
 
+# ---------------------------------------------------------------------------------------------------
+# Python's control flow in a kernel: the interpreter runs the kernel's body as Python, where the compiler
+# gives some constructs Triton's meaning. Each such gap is one rewrite of the kernel's syntax tree (on top
+# of the interpreter's own), enabled by its fix:
+#   loop indices  `for i in range(...)` / `tl.range(...)` hand out Python ints where compiled code has a
+#                 Triton scalar (`i.to(tl.int64)` raised AttributeError; `i * stride` never wrapped at 32
+#                 bits as on the GPU)
+#   boolean ops   `a and b`, `a or b`, `not a` on tensors took Python's truth of a block (always true), so
+#                 a mask `(rows < M) and (cols < N)` became `cols < N`; the compiler combines tensors
+#                 elementwise (code_generator.visit_BoolOp, visit_UnaryOp)
+
+# the function each rewrite calls, by its name in the rewritten kernel: a global of interpreter.py, which the
+# interpreter's rewriter copies into the kernel's globals
+_HELPERS = {"loop indices": "_gemm_fuzz_loop_range", "boolean ops": "_gemm_fuzz_boolean"}
+_REWRITES: set[str] = set()  # the rewrites enabled
+
+
+def _loop_indices(make, *args, **kwargs):
+    """What `make(*args, **kwargs)` (the builtin range, or the interpreter's tl.range) iterates, each
+    index a scalar of the type the compiler gives the induction variable: its bounds and step promoted
+    together (code_generator.visit_For), int32 unless one of them needs 64 bits."""
+    bounds = list(args[:3]) + [v for k, v in kwargs.items() if k == "step"]
+    semantic = _interp.interpreter_semantic
+    try:
+        kind = None
+        for bound in bounds:
+            bound = bound.value if isinstance(bound, tl.constexpr) else bound
+            dtype = semantic.to_tensor(bound).dtype
+            if not dtype.is_int():
+                return make(*args, **kwargs)  # the compiler refuses it; the interpreter says what it says
+            kind = dtype if kind is None else semantic.integer_promote_impl(kind, dtype)
+    except (TypeError, ValueError):
+        return make(*args, **kwargs)
+    storage = _interp._get_np_dtype(kind)
+    return (tl.tensor(_interp.TensorHandle(np.array([i], dtype=storage), kind), kind)
+            for i in make(*args, **kwargs))
+
+
+def _boolean(method: str, *operands):
+    """`a and b and ...` (method "logical_and") or `or` ("logical_or"), each operand a thunk, as the
+    compiler evaluates it: Python values short-circuit, tensors are combined elementwise from the right;
+    `not a` is ("__not__", a)."""
+    if method == "__not__":
+        value = operands[0]()
+        return value.__not__() if isinstance(value, tl.tensor) else not value
+    tensors, value = [], None
+    for thunk in operands:
+        value = thunk()
+        if not isinstance(value, tl.tensor):
+            if not value and method == "logical_and" or value and method == "logical_or":
+                return value
+        else:
+            tensors.append(value)
+    tensors = tensors or [value]
+    while len(tensors) >= 2:
+        rhs, lhs = tensors.pop(), tensors.pop()
+        tensors.append(getattr(lhs, method)(rhs))
+    return tensors[0]
+
+
+def _kernel_rewriter():
+    import ast
+
+    def call(helper: str, args: list) -> ast.Call:
+        return ast.Call(func=ast.Name(id=helper, ctx=ast.Load()), args=args, keywords=[])
+
+    def thunk(node) -> ast.Lambda:
+        none = ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[])
+        return ast.Lambda(args=none, body=node)
+
+    class KernelRewriter(_interp.ASTTransformer):
+        """The interpreter's rewriting, and each enabled one of ours (tl.static_range keeps its Python ints,
+        as the compiler's constexprs)."""
+
+        def visit_For(self, node):
+            node = self.generic_visit(node)
+            it = node.iter
+            if "loop indices" in _REWRITES and isinstance(it, ast.Call) and (
+                    (isinstance(it.func, ast.Name) and it.func.id == "range")
+                    or (isinstance(it.func, ast.Attribute) and it.func.attr == "range")):
+                node.iter = ast.copy_location(ast.Call(func=ast.Name(id=_HELPERS["loop indices"], ctx=ast.Load()),
+                                                       args=[it.func, *it.args], keywords=it.keywords), it)
+            return node
+
+        def visit_BoolOp(self, node):
+            node = self.generic_visit(node)
+            if "boolean ops" not in _REWRITES:
+                return node
+            method = ast.Constant("logical_and" if isinstance(node.op, ast.And) else "logical_or")
+            return ast.copy_location(call(_HELPERS["boolean ops"], [method, *map(thunk, node.values)]), node)
+
+        def visit_UnaryOp(self, node):
+            node = self.generic_visit(node)
+            if "boolean ops" not in _REWRITES or not isinstance(node.op, ast.Not):
+                return node
+            return ast.copy_location(call(_HELPERS["boolean ops"], [ast.Constant("__not__"), thunk(node.operand)]),
+                                     node)
+
+    return KernelRewriter()
+
+
+def _enable_rewrite(name: str) -> None:
+    setattr(_interp, _HELPERS[name], {"loop indices": _loop_indices, "boolean ops": _boolean}[name])
+    _REWRITES.add(name)
+    if not type(_interp.FunctionRewriter.ast_transformer).__name__ == "KernelRewriter":
+        _interp.FunctionRewriter.ast_transformer = _kernel_rewriter()
+    _interp.InterpretedFunction.rewritten_fn.clear()  # kernels rewritten before (the probes) are again
+
+
+@triton.jit
+def _loop_index_probe(x_ptr, G, K, BK: tl.constexpr):
+    total = tl.zeros((BK,), dtype=tl.int64)
+    for g in tl.range(0, G):
+        total += g.to(tl.int64)
+    for k in range(0, K, BK):
+        total += (k * 65536 * 65536).to(tl.int64)  # int32: wraps to 0, as compiled code does
+    for s in tl.static_range(2):
+        total += s  # static_range: constexprs, as the compiler unrolls it
+    tl.store(x_ptr + tl.arange(0, BK), total)
+
+
+def loop_indices_are_scalars(device="cpu") -> bool:
+    """Loop indices are int32 scalars: `.to()` works and 32-bit products wrap (0 + 1 + 2, then 0, then 1)."""
+    x = torch.zeros(16, dtype=torch.int64, device=device)
+    try:
+        _loop_index_probe[(1,)](x, 3, 40, BK=16)
+    except Exception:  # noqa: BLE001  the gap itself: `.to` of a Python int raises
+        return False
+    return bool((x.cpu() == 4).all())
+
+
+@triton.jit
+def _boolean_probe(x_ptr, N: tl.constexpr, FLAG: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(x_ptr + offs, 1.0, mask=(offs >= 2) and (offs < 6))  # 2..5
+    tl.store(x_ptr + offs, 2.0, mask=(offs == 0) or (offs == 7) or (offs == 9))  # 0 and 7
+    tl.store(x_ptr + offs, 3.0, mask=FLAG and not (offs != 1))  # 1
+
+
+def boolean_ops_are_elementwise(device="cpu") -> bool:
+    """`and`, `or` and `not` on blocks combine lanes, as compiled code does (a 1 in lanes 2..5, 2 in 0 and 7,
+    3 in 1)."""
+    x = torch.zeros(8, device=device)
+    with warnings.catch_warnings():  # the compiler says such operators are deprecated on blocks
+        warnings.simplefilter("ignore", UserWarning)
+        _boolean_probe[(1,)](x, N=8, FLAG=True)
+    return x.cpu().tolist() == [2.0, 3.0, 1.0, 1.0, 1.0, 1.0, 0.0, 2.0]
+
+
+# ---------------------------------------------------------------------------------------------------
+# the table: each gap's probe, its fix and the header's word for it, applied in this order
+
+
+@dataclass(frozen=True)
+class Fix:
+    name: str  # how the header and docs/interpreter.md name it
+    faithful: Callable[[], bool]  # the probe: does the interpreter do what the GPU does?
+    patch: Callable[[], None]
+    note: str  # what was wrong and what the fix does
+
+
+FIXES = (
+    Fix("loop bounds", loop_bounds_work, _patch_index,
+        "int() of 1-element arrays (Triton 3.6 with NumPy >= 2.4)"),
+    Fix("loop indices", loop_indices_are_scalars, lambda: _enable_rewrite("loop indices"),
+        "range and tl.range indices are int32 or int64 scalars, as compiled (they were Python ints: no .to(), "
+        "no 32-bit wrap)"),
+    Fix("boolean ops", boolean_ops_are_elementwise, lambda: _enable_rewrite("boolean ops"),
+        "`and`, `or` and `not` on tensors combine lanes, as compiled (they took a block as true: a mask "
+        "`(rows < M) and (cols < N)` dropped its first half)"),
+    Fix("bf16 cast", bf16_cast_rounds_to_nearest_even, _patch_bf16_cast,
+        "fp32 -> bf16 rounded to nearest even, as cvt.rn.bf16.f32 does (it truncated)"),
+    Fix("bf16 widening", bf16_widening_is_exact, _patch_bf16_widening,
+        "bf16 -> fp32 exact (subnormals came out as other numbers or 0)"),
+    Fix("tl.dot_scaled", dot_scaled_is_faithful, _patch_dot_scaled,
+        "emulated, operands decoded exactly and multiplied in fp32 (Triton 3.6's interpreter has none)"),
+    Fix("int <-> bf16", integer_bf16_casts_are_faithful, _patch_integer_bf16_casts,
+        "casts converted by value, rounded to nearest even (they copied bit patterns)"),
+    Fix("bf16 ops", bf16_ops_are_faithful, _patch_bf16_ops,
+        "comparisons, arithmetic, min and max computed in fp32 and rounded back (they operated on raw bit "
+        "patterns: NaN == NaN, -1 > 1)"),
+    Fix("undefined lanes", masked_off_lanes_are_poisoned, _patch_undefined_lanes,
+        "masked loads without `other` read NaN in masked-off lanes, not 0 (undefined on the GPU, "
+        "triton-lang/triton#737)"),
+    Fix("fp8 widening", fp8_widening_is_exact, _patch_fp8_widening,
+        "exact by table (NaN became 480, Inf 131072, e5m2 subnormals were wrong)"),
+    Fix("fp8 narrowing", fp8_narrowing_is_faithful, _patch_fp8_narrowing,
+        "fp32, fp16 and bf16 -> fp8 round to nearest even and saturate, as cvt.rn.satfinite does (halves rounded "
+        "away from zero, the carry into the exponent was lost, nothing saturated)"),
+    Fix("fp_downcast_rounding", explicit_rounding_is_faithful, _patch_explicit_rounding,
+        "rtne rounds ties to even, rtz gives the largest finite value on overflow (they rounded half up and "
+        "made NaN)"),
+    Fix("half atomics", half_atomic_add_is_faithful, _patch_half_atomic_add,
+        "fp16 and bf16 atomic_add round each addition once to nearest even, +-Inf on overflow, as the GPU does "
+        "(fp16 raised OverflowError, bf16 'Unsupported data type')"),
+    Fix("bf16 tl.dot", bf16_dot_is_exact, _patch_bf16_dot,
+        "operands converted exactly to fp32 (triton-lang/triton#11584)"),
+    Fix("tf32 tl.dot", lambda: tf32_dot_rounds() == TF32_ROUNDING, _patch_tf32_dot,
+        f"fp32 operands rounded to tf32 ({TF32_ROUNDING}, as the H100 does)"),
+)
+
 _APPLIED: list[str] | None = None
 
 
 def apply() -> list[str]:
-    """Probe each gap, fix the ones present, verify the fixes. Idempotent; returns header lines."""
+    """Probe each gap, fix the ones present, verify the fixes. Idempotent; returns one line per fix
+    applied ("name: note")."""
     global _APPLIED
     if _APPLIED is not None:
         return _APPLIED
     with warnings.catch_warnings():  # the probes overflow and make NaN on purpose
         for message in ("overflow encountered", "invalid value encountered"):
             warnings.filterwarnings("ignore", message=message, category=RuntimeWarning)
-        _APPLIED = _apply()
+        applied = []
+        for fix in FIXES:
+            if fix.faithful():
+                continue
+            fix.patch()
+            if not fix.faithful():
+                raise RuntimeError(f"the interpreter's {fix.name} is still wrong after its fix ({fix.note})")
+            applied.append(f"{fix.name}: {fix.note}")
+        _APPLIED = applied
     return _APPLIED
-
-
-def _apply() -> list[str]:
-    applied = []
-    if not loop_bounds_work():
-        _patch_index()
-        if not loop_bounds_work():
-            raise RuntimeError("the interpreter cannot run range(0, K, BK) loops even after the NumPy fix")
-        applied.append("loop bounds: int() of 1-element arrays (Triton 3.6 with NumPy >= 2.4)")
-    if not bf16_cast_rounds_to_nearest_even():
-        _patch_bf16_cast()
-        if not bf16_cast_rounds_to_nearest_even():
-            raise RuntimeError("fp32 -> bf16 casts still do not round to nearest even after the fix")
-        applied.append("bf16 cast: fp32 -> bf16 rounded to nearest even, as cvt.rn.bf16.f32 does (it truncated)")
-    if not bf16_widening_is_exact():
-        _patch_bf16_widening()
-        if not bf16_widening_is_exact():
-            raise RuntimeError("bf16 -> fp32 conversions are still inexact in the interpreter after the fix")
-        applied.append("bf16 widening: bf16 -> fp32 exact (subnormals came out as other numbers or 0)")
-    if not dot_scaled_is_faithful():
-        _patch_dot_scaled()
-        if not dot_scaled_is_faithful():
-            raise RuntimeError("tl.dot_scaled is still wrong in the interpreter after the fix")
-        applied.append("tl.dot_scaled: emulated, operands decoded exactly and multiplied in fp32 (Triton 3.6's "
-                       "interpreter has none)")
-    if not integer_bf16_casts_are_faithful():
-        _patch_integer_bf16_casts()
-        if not integer_bf16_casts_are_faithful():
-            raise RuntimeError("integer <-> bf16 conversions are still wrong in the interpreter after the fix")
-        applied.append("int <-> bf16 casts: converted by value, rounded to nearest even (they copied bit patterns)")
-    if not bf16_ops_are_faithful():
-        _patch_bf16_ops()
-        if not bf16_ops_are_faithful():
-            raise RuntimeError("bf16 comparisons and arithmetic are still wrong in the interpreter after the fix")
-        applied.append("bf16 ops: comparisons, arithmetic, min and max computed in fp32 and rounded back (they "
-                       "operated on raw bit patterns: NaN == NaN, -1 > 1)")
-    if not masked_off_lanes_are_poisoned():
-        _patch_undefined_lanes()
-        if not masked_off_lanes_are_poisoned():
-            raise RuntimeError("masked-off lanes of loads without `other` are still not poisoned after the fix")
-        applied.append("masked loads without `other`: masked-off lanes read NaN, not 0 (undefined on the GPU, "
-                       "triton-lang/triton#737)")
-    if not fp8_widening_is_exact():
-        _patch_fp8_widening()
-        if not fp8_widening_is_exact():
-            raise RuntimeError("fp8 operands are still widened wrongly in the interpreter after the fix")
-        applied.append("fp8 widening: exact by table (NaN became 480, Inf 131072, e5m2 subnormals were wrong)")
-    if not explicit_rounding_is_faithful():
-        _patch_explicit_rounding()
-        if not explicit_rounding_is_faithful():
-            raise RuntimeError("fp32 -> fp16/bf16 casts with fp_downcast_rounding are still wrong after the fix")
-        applied.append("fp_downcast_rounding: rtne rounds ties to even, rtz gives the largest finite value on "
-                       "overflow (they rounded half up and made NaN)")
-    if not half_atomic_add_is_faithful():
-        _patch_half_atomic_add()
-        if not half_atomic_add_is_faithful():
-            raise RuntimeError("fp16 and bf16 tl.atomic_add are still wrong in the interpreter after the fix")
-        applied.append("fp16 and bf16 atomic_add: each addition rounded once to nearest even, +-Inf on overflow, "
-                       "as the GPU does (fp16 raised OverflowError, bf16 'Unsupported data type')")
-    bf16_broken = not bf16_dot_is_exact()
-    tf32_missing = tf32_dot_rounds() != TF32_ROUNDING
-    if bf16_broken or tf32_missing:
-        _patch_dot(bf16_broken, tf32_missing)
-        if not bf16_dot_is_exact():
-            raise RuntimeError("bf16 tl.dot is still wrong in the interpreter after the emulation")
-        if tf32_dot_rounds() != TF32_ROUNDING:
-            raise RuntimeError("tf32 tl.dot rounding is still not emulated after the patch")
-    if bf16_broken:
-        applied.append("bf16 tl.dot: operands converted exactly to fp32 (triton-lang/triton#11584)")
-    if tf32_missing:
-        applied.append(f"tf32 tl.dot: fp32 operands rounded to tf32 ({TF32_ROUNDING}, as the H100 does)")
-    return applied

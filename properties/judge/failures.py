@@ -59,6 +59,11 @@ class GemmFailure(AssertionError):
             self.context.setdefault(key, value)
         return self
 
+    def site(self) -> str:
+        """Where it happens, as far as telling bugs apart goes (properties/report/bugs.py): a kind whose
+        failures carry a kernel line says it; for the rest the kind itself."""
+        return f"{'an' if self.kind[0] in 'aeiou' else 'a'} {self.kind}"
+
     def headline(self) -> str:
         """One line: the kind and the message's first line."""
         return f"{self.kind}: {self.message.splitlines()[0]}" if self.message else self.kind
@@ -97,11 +102,18 @@ def _plain(value):
     return value
 
 
-class ValueOutOfBound(GemmFailure):
+class WrongValue(GemmFailure):
+    """A value of C differs from the reference: the kernel has no line to tell two of them apart by."""
+
+    def site(self) -> str:
+        return "a wrong value"
+
+
+class ValueOutOfBound(WrongValue):
     kind = "value out of bound"
 
 
-class NotBitExact(GemmFailure):
+class NotBitExact(WrongValue):
     kind = "not bit-exact"
 
 
@@ -122,11 +134,19 @@ class OutOfBoundsAccess(GemmFailure):
 
     kind = "out-of-bounds access"
 
+    def site(self) -> str:
+        if self.fields.get("line"):
+            return f"the {self.fields['op']} of {self.fields['operand']} at {self.fields['line']}"
+        return super().site()
+
 
 class DuplicateStore(GemmFailure):
     """Two active lanes of one store addressed the same element: the value that lands is unspecified."""
 
     kind = "duplicate-lane store"
+
+    def site(self) -> str:
+        return f"the store at {self.fields['line']}" if self.fields.get("line") else super().site()
 
 
 class GridTooLarge(GemmFailure):
@@ -170,25 +190,46 @@ class DataRace(ConcurrencyError):
 
     kind = "data race"
 
+    def site(self) -> str:
+        if not self.fields.get("line"):
+            return super().site()
+        return (f"the {self.fields['op']} of {self.fields['operand']} at {self.fields['line']} against the "
+                f"{self.fields.get('other_op')} at {self.fields.get('other_line')}")
 
-class Crashed(GemmFailure):
+
+class SaidOnce(GemmFailure):
+    """A failure whose first line is all there is to tell two apart by (the same crash, the same hang)."""
+
+    def site(self) -> str:
+        return self.message.splitlines()[0] if self.message else self.kind
+
+
+class Crashed(SaidOnce):
     kind = "crashed"
 
 
-class TimedOut(GemmFailure):
+class TimedOut(SaidOnce):
     kind = "timed out"
 
 
-class LauncherRefused(GemmFailure):
+class LauncherRefused(SaidOnce):
     """The launcher (or the kernel) raised on a case: a contract it did not declare, or a bug."""
 
     kind = "launcher refused the case"
 
+    def site(self) -> str:
+        if not self.fields.get("error"):
+            return super().site()
+        line = self.fields.get("line")
+        return (f"the launcher raising {self.fields['error']}: {self.fields.get('detail', '')}"
+                + (f" at {line}" if line else ""))
+
 
 class InterpreterLimitation(GemmFailure):
-    """Triton's interpreter itself failed (not the kernel's logic): reported, never the kernel's failure."""
+    """Triton's interpreter itself failed (not the kernel's logic): the example is not runnable in the
+    interpreter, never the kernel's failure; a test none of whose examples ran is skipped saying so."""
 
-    kind = "interpreter limitation"
+    kind = "not runnable in the interpreter"
     blame = "interpreter"
 
 

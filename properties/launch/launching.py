@@ -112,8 +112,8 @@ def classify(error: BaseException, backend: str) -> GemmFailure:
         return Crashed(f"the kernel faulted on the GPU: {text}", error=type(root).__name__, detail=str(root))
     if backend == "interpreter" and inside and not isinstance(root, AssertionError):
         return InterpreterLimitation(
-            f"Triton's interpreter itself failed ({text}, in {where.name} at interpreter.py:{where.lineno}); "
-            "this is a gap of the CPU interpreter, not a verdict on the kernel: run it on a GPU",
+            f"{text} (Triton's interpreter itself failed, in {where.name} at interpreter.py:{where.lineno}): a "
+            "gap of the CPU interpreter, not a verdict on the kernel; run it on a GPU (--gemm-backend cuda)",
             error=type(root).__name__, detail=str(root))
     kernel_frame = next((f for f in reversed(frames) if not f.filename.startswith(_NOT_THE_KERNELS)), None)
     line = f"{os.path.basename(kernel_frame.filename)}:{kernel_frame.lineno}" if kernel_frame else ""

@@ -3,12 +3,13 @@ usually fails several tests (the reference, agreement, the relations) on several
 and each such failure is one entry of pytest's report; the summary names each bug once, with the
 shrunk cases that show it.
 
-Two failures are the same bug when they are of one kernel, of one kind, and happen at one place:
-for an out-of-bounds access, the same load or store of the same operand at the same line of the
-kernel; for a launcher that raised, the same exception with the same words at the same line (the
-case's features the hint names aside); for a crash or a hang, the same message; for a wrong value
-(out of bound or not bit-exact, one kind), an element never written, a write outside C or into an
-input, the kind itself: the kernel has no line to tell those apart by, so their cases are listed.
+Two failures are the same bug when they are of one kernel and happen at one place, as each kind
+says (`GemmFailure.site`, properties/judge/failures.py): for an out-of-bounds access, the same load or
+store of the same operand at the same line of the kernel; for a data race, the same pair of accesses;
+for a launcher that raised, the same exception with the same words at the same line (the case's
+features the hint names aside); for a crash or a hang, the same message; for a wrong value (out of
+bound or not bit-exact, one kind), an element never written, a write outside C or into an input, the
+kind itself: the kernel has no line to tell those apart by, so their cases are listed.
 """
 
 from __future__ import annotations
@@ -40,34 +41,10 @@ class Bug:
         return out
 
 
-def site(failure) -> str:
-    """Where a failure happens, as far as telling bugs apart goes."""
-    from gemm_fuzz.properties.judge.failures import (
-        Crashed,
-        LauncherRefused,
-        NotBitExact,
-        OutOfBoundsAccess,
-        TimedOut,
-        ValueOutOfBound,
-    )
-
-    fields = failure.fields
-    if isinstance(failure, OutOfBoundsAccess) and fields.get("line"):
-        return f"the {fields['op']} of {fields['operand']} at {fields['line']}"
-    if isinstance(failure, LauncherRefused) and fields.get("error"):
-        return f"the launcher raising {fields['error']}: {fields.get('detail', '')}" + (
-            f" at {fields['line']}" if fields.get("line") else "")
-    if isinstance(failure, (LauncherRefused, Crashed, TimedOut)):
-        return failure.message.splitlines()[0] if failure.message else failure.kind
-    if isinstance(failure, (NotBitExact, ValueOutOfBound)):
-        return "a wrong value"
-    return f"{'an' if failure.kind[0] in 'aeiou' else 'a'} {failure.kind}"
-
-
 def record(failure, test: str, headline: str) -> dict:
     """One failure of one test, as plain data (it travels from xdist workers in the test report)."""
     case = getattr(failure, "case", None)
-    return {"variant": failure.context.get("variant", "?"), "site": site(failure), "kind": failure.kind,
+    return {"variant": failure.context.get("variant", "?"), "site": failure.site(), "kind": failure.kind,
             "test": test, "dtype": case.dtype if case is not None else "?", "headline": headline,
             "case": case.describe() if case is not None else failure.context.get("case", ""),
             "repro": str(getattr(failure, "repro", "") or "")}

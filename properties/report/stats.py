@@ -174,7 +174,7 @@ def table(stats: dict[str, TargetStats]) -> list[str]:
         s = stats[target_id]
         kinds = ", ".join(f"{n} {k}" for k, n in sorted(s.kinds.items())) or "-"
         if s.limitations:
-            kinds += f"; {s.limitations} interpreter limitation(s)"
+            kinds += f"; {s.limitations} not runnable in the interpreter"
         if s.internal:
             kinds += f"; {s.internal} internal error(s) of the suite"
         rows.append((target_id, str(s.examples), str(s.exact), str(s.failures), kinds, versus_torch(s.torch_ratios),

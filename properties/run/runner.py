@@ -332,8 +332,8 @@ class PropertyRun:
             judged = self.stats.targets.get(self.target_id)
             if judged is None or judged.examples or not judged.limitations:
                 raise
-            raise NothingJudged(f"Triton's interpreter could not run any example ({judged.limitations} tried): "
-                                f"{judged.limitation}") from error
+            raise NothingJudged(f"{judged.limitation} ({judged.limitations} example(s) tried, none runnable "
+                                "in the interpreter)") from error
 
     def run(self, example: Example, variant=None) -> Observation:
         self.calls += 1
