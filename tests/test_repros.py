@@ -168,3 +168,58 @@ def test_one_failing_assert_is_one_bug_and_the_table_shows_the_shrunk_case(pytes
                 if line.startswith("launcher refused the case: user:my_kernel.matmul#") and " on " in line}
     row = next(line for line in result.stdout.lines if line.startswith("user:my_kernel.matmul#") and "failed" in line)
     assert any(row.endswith(case) for case in reported), (row, reported)
+
+
+ASSERTS_CONTIGUOUS = edited(TILED, (Edit("    M, K = a.shape\n",
+                                         "    assert a.is_contiguous(), 'Matrix A must be contiguous'\n"
+                                         "    M, K = a.shape\n"),), "asserts_contiguous")
+DECLARED = ASSERTS_CONTIGUOUS.replace(
+    "from gemm_fuzz.kernels import contract", "from gemm_fuzz.kernels import Requirements, contract").replace(
+    "@contract(blocks=(16, 16, 16))", "@contract(blocks=(16, 16, 16), requires=Requirements(contiguous=('a',)))")
+
+
+@pytest.mark.interpreter
+def test_replays_follow_the_contract_declared_since_they_were_recorded(pytester):
+    """The launcher asserts A is contiguous; the first run fails and records repros, among them a metamorphic
+    one that transposes A. Once the user declares the precondition, as the hint says, the next run replays
+    the metamorphic repro without its transposition (a line says so), skips those whose case the contract
+    refuses, and nothing is reported as the launcher refusing; the scripts say the same by themselves."""
+    assert DECLARED != ASSERTS_CONTIGUOUS
+    args = ["--gemm-kernel", "my_kernel.py:matmul", "--gemm-backend", "interpreter", "--gemm-dtype", "fp16",
+            "-p", "no:cacheprovider", "--hypothesis-profile", "ci", "-rs"]
+    pytester.makepyfile(my_kernel=ASSERTS_CONTIGUOUS)
+    first = pytester.runpytest_subprocess(*args, timeout=900)
+    assert first.ret == 1 and "declare requires=Requirements(contiguous=('a',))" in first.stdout.str()
+    scripts = sorted((pytester.path / "repros").glob("*.py"))
+    metamorphic = next(p for p in scripts if "-metamorphic-" in p.name)
+    assert "transpose=True" in metamorphic.read_text()
+    pytester.makepyfile(my_kernel=DECLARED)
+    second = pytester.runpytest_subprocess(*args, "-k", "replays", timeout=900)
+    out = " ".join(second.stdout.str().split())
+    assert second.ret == 0, out[-3000:]
+    assert "launcher refused" not in out and "internal error" not in out
+    assert f"{metamorphic.name}: left out, the contract refusing their problems now: transpose" in out
+    assert "the contract no longer admits its case" in out  # the others' cases transposed A itself
+    replayed = _replay(metamorphic, cwd=pytester.path)
+    assert replayed.returncode == 0 and "note: left out" in replayed.stdout, replayed.stdout + replayed.stderr
+    refused = [p for p in scripts if p != metamorphic]
+    assert refused and all(_replay(p, cwd=pytester.path).returncode == 2 for p in refused)
+
+
+@pytest.mark.interpreter
+def test_the_suites_own_operand_check_is_never_the_launchers_refusal(backend):
+    """Operands the contract refuses reaching a launch are the suite's doing: an internal error, not the kernel's."""
+    import torch
+
+    from gemm_fuzz import kernels
+    from gemm_fuzz.kernels import operands
+    from gemm_fuzz.properties.judge.failures import SuiteError
+    from gemm_fuzz.properties.launch import launching
+
+    variant = kernels.get("tiled")
+    a = torch.zeros(4, 3)
+    try:
+        operands.check(variant, a, torch.zeros(2, 4), torch.zeros(4, 4))
+    except ValueError as error:
+        failure = launching.classify(error, backend.name)
+    assert isinstance(failure, SuiteError) and "the suite built operands the contract refuses" in failure.message

@@ -14,13 +14,15 @@ its first part one compiled ahead per class.
 
 from __future__ import annotations
 
+import dataclasses
+
 from hypothesis import strategies as st
 
-from gemm_fuzz.properties.checks.check import Check
+from gemm_fuzz.properties.checks.check import Check, NothingJudged
 from gemm_fuzz.properties.checks.example import Example, Observation
 from gemm_fuzz.properties.checks.reference import judged
 from gemm_fuzz.properties.judge import family_relations, grouped_relations, relations
-from gemm_fuzz.properties.launch import ahead
+from gemm_fuzz.properties.launch import ahead, preconditions
 from gemm_fuzz.properties.launch.launching import launch
 from gemm_fuzz.properties.model import strategies, stratified
 
@@ -142,6 +144,22 @@ class Metamorphic(Check):
 
     def describe(self, example) -> str:
         return "metamorphic relations " + ", ".join(f"{k}={v}" for k, v in example.params)
+
+    def under_contract(self, example, variant, device) -> tuple:
+        """Each relation whose problems the contract now refuses (a transposed operand once contiguity is
+        declared, say) left out, as a fresh draw would leave it out; nothing left: NothingJudged."""
+        params, dropped = dict(example.params), []
+        for key, value in example.params:
+            for problem in relations.problems(variant, example.case, {key: value}):
+                why = preconditions.refusal(variant, problem, device)
+                if why is not None:
+                    params[key] = type(value)()  # False, 0: the relation is not run
+                    dropped.append(f"{key} ({why})")
+                    break
+        if dropped and not any(params.values()):
+            raise NothingJudged(f"the contract admits none of its relations now: {'; '.join(dropped)}")
+        kept = dataclasses.replace(example, params=tuple(params.items()))
+        return kept, (f"left out, the contract refusing their problems now: {'; '.join(dropped)}" if dropped else "")
 
 
 CHECK = Metamorphic()

@@ -5,12 +5,15 @@ shrunk: the recorded example is the whole test.
 
 A script whose case the kernel's contract no longer admits (a precondition declared since, a dtype
 dropped), or whose kernel needs a GPU here, judges nothing: `NothingJudged` says why (the plugin
-skips the test with that reason).
+skips the test with that reason). The recorded example is re-derived under the contract as it is now
+(`Check.under_contract`): a metamorphic relation whose problem the contract now refuses (a transposed
+operand once contiguity is declared) is left out, with a warning saying so.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 from gemm_fuzz.properties.checks.check import Check, NothingJudged
 from gemm_fuzz.properties.checks.example import Example
@@ -45,6 +48,24 @@ def recorded_mode(record: dict, backend: str) -> tuple[str, float]:
     return mode, record.get("timeout", 120.0)
 
 
+def admitted(record: dict, backend) -> tuple[Example, str]:
+    """The recorded example under its kernel's identity and contract as they are now, and what of it was
+    left out ('' nothing); NothingJudged when the contract no longer admits it or it needs a GPU here.
+    The pytest replay and the repro script both take this one path."""
+    from gemm_fuzz.properties import checks
+
+    example = recorded_example(record)
+    if not example.variant:
+        return example, ""
+    variant = targets.resolve(example.variant)
+    if not variant.runs_on(backend.name):
+        raise NothingJudged(f"{example.variant} needs a CUDA GPU")
+    why = preconditions.refusal(variant, example.case, backend.device)
+    if why is not None:
+        raise NothingJudged(f"the contract no longer admits its case: {why}")
+    return checks.get(example.check).under_contract(example, variant, backend.device)
+
+
 class Replay(Check):
     name = "replay"
     searched = False
@@ -58,14 +79,12 @@ class Replay(Check):
         return dataclasses.replace(current, mode=mode, timeout=timeout)
 
     def stratified(self, repro, backend) -> list:
-        example = recorded_example(repro.record)
-        if example.variant:
-            variant = targets.resolve(example.variant)
-            if not variant.runs_on(backend.name):
-                raise NothingJudged(f"{repro.path.name}: {example.variant} needs a CUDA GPU")
-            why = preconditions.refusal(variant, example.case, backend.device)
-            if why is not None:
-                raise NothingJudged(f"{repro.path.name}: the contract no longer admits its case: {why}")
+        try:
+            example, left_out = admitted(repro.record, backend)
+        except NothingJudged as e:
+            raise NothingJudged(f"{repro.path.name}: {e}") from None
+        if left_out:
+            warnings.warn(f"{repro.path.name}: {left_out}", UserWarning, stacklevel=1)
         return [example]
 
     def describe(self, example) -> str:

@@ -25,8 +25,10 @@ from gemm_fuzz.properties.judge.failures import (
     Crashed,
     GemmFailure,
     InterpreterLimitation,
+    REPORT_TO,
     LauncherRefused,
     NotRunnable,
+    SuiteError,
 )
 from gemm_fuzz.properties.launch import backends, preconditions
 from gemm_fuzz.properties.model import grouped
@@ -115,6 +117,10 @@ def classify(error: BaseException, backend: str) -> GemmFailure:
             f"{text} (Triton's interpreter itself failed, in {where.name} at interpreter.py:{where.lineno}): a "
             "gap of the CPU interpreter, not a verdict on the kernel; run it on a GPU (--gemm-backend cuda)",
             error=type(root).__name__, detail=str(root))
+    if frames and os.path.realpath(frames[-1].filename) == os.path.realpath(operands.__file__):
+        # the suite's own check of what it built, before the kernel's launcher ran: never the launcher's doing
+        return SuiteError(f"the suite built operands the contract refuses: {text}\n{REPORT_TO}",
+                          error=type(root).__name__, detail=str(root))
     kernel_frame = next((f for f in reversed(frames) if not f.filename.startswith(_NOT_THE_KERNELS)), None)
     line = f"{os.path.basename(kernel_frame.filename)}:{kernel_frame.lineno}" if kernel_frame else ""
     return LauncherRefused(f"the launcher raised {text}" + (f" at {line}" if line else ""), error=type(root).__name__,

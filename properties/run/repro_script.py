@@ -27,22 +27,27 @@ def main(data: dict, argv: list[str]) -> int:
     except Exception as e:  # no GPU here, or triton imported too early
         print(f"cannot use backend {args.backend!r}: {e}", file=sys.stderr)
         return 2
-    from gemm_fuzz.properties.checks import replay
+    from gemm_fuzz.properties.checks import NothingJudged, replay
     from gemm_fuzz.properties.judge.failures import GemmFailure
     from gemm_fuzz.properties.launch import user_kernel
     from gemm_fuzz.properties.run.runner import Runner, RunSettings
 
     kernel = data.get("kernel")
     try:
-        example = replay.recorded_example(data)
+        example, left_out = replay.admitted(data, active)
     except user_kernel.KernelSpecError as e:
         print(f"cannot load the kernel {e}", file=sys.stderr)
+        return 2
+    except NothingJudged as e:
+        print(f"cannot run it here: {e}", file=sys.stderr)
         return 2
     if kernel:
         ref = user_kernel.loaded(example.variant)[1]
         if ref.digest != kernel["digest"]:
             print(f"note: {kernel['path']} changed since the failure was recorded (its content's hash was "
                   f"{kernel['digest']}, now {ref.digest})")
+    if left_out:
+        print(f"note: {left_out}")
     mode, timeout = replay.recorded_mode(data, active.name)
     settings = RunSettings(backend=active.name, mode=mode, timeout=timeout, kernel=kernel)
     print(f"{example.variant or 'agreement'} on {example.case.describe()}: {example.describe()} "

@@ -342,6 +342,8 @@ class PropertyRun:
         except GemmFailure as failure:
             if self.first_failing_call is None:
                 self.first_failing_call = self.calls
+            if "case" not in failure.__dict__:  # not reported through _report (an explicit example's)
+                failure.case = example.case
             # One place raises every failure, with a fresh traceback and no chained context: Hypothesis
             # tells bugs apart by the type, the line and the context of an exception, so a failure
             # replayed from memory is the same bug as the first time, and two of one kind are one bug.
