@@ -22,10 +22,10 @@ from gemm_fuzz.kernels.registry import Variant
 from gemm_fuzz.properties import phases
 from gemm_fuzz.properties.interpreter import sanitizer
 from gemm_fuzz.properties.judge.failures import (
+    REPORT_TO,
     Crashed,
     GemmFailure,
     InterpreterLimitation,
-    REPORT_TO,
     LauncherRefused,
     NotRunnable,
     SuiteError,
