@@ -15,10 +15,11 @@ The contract is checked when it is declared: a wrong value fails at import, sayi
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 
 import torch
 
+from gemm_fuzz.kernels.declaration import refuse_unknown
 from gemm_fuzz.kernels.dtypes import dtypes_for
 from gemm_fuzz.kernels.operation import PLAIN, Operation
 from gemm_fuzz.kernels.registry import SAME_DTYPE, BlockShape, Config, Requirements, Variant
@@ -127,10 +128,7 @@ def _check_dtypes(dtypes, operation: Operation = PLAIN) -> None:
 
 def contract(**declared) -> Callable:
     """Decorate the function the suite calls with its Contract (the fields above, by keyword)."""
-    unknown = set(declared) - {f.name for f in fields(Contract)}
-    if unknown:
-        raise ValueError(f"contract: no field {', '.join(sorted(unknown))}; the fields are "
-                         f"{', '.join(f.name for f in fields(Contract))}")
+    refuse_unknown("contract", Contract, declared)
     declaration = Contract(**declared)
 
     def attach(fn):

@@ -87,6 +87,8 @@ from dataclasses import dataclass, fields
 
 import torch
 
+from gemm_fuzz.kernels.declaration import keywords_checked
+
 ACTIVATIONS = ("relu", "leaky_relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh")
 # what FUNC may receive besides a, b, c
 EXTRAS = ("bias", "c_in", "alpha", "beta", "residual", "pre", "a_scale", "b_scale", "b_zero",
@@ -110,6 +112,7 @@ _FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 _POSITIONAL = ("a", "b", "c", "config")  # what FUNC takes besides the extras
 
 
+@keywords_checked("operation")
 @dataclass(frozen=True)
 class Operation:
     alpha: bool = False  # y scales A @ B by a scalar alpha

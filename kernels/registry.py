@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from gemm_fuzz.kernels.declaration import keywords_checked
 from gemm_fuzz.kernels.operation import PLAIN, Operation
 
 BlockShape = tuple[int, int, int]  # (BM, BN, BK)
@@ -29,6 +30,7 @@ Config = Mapping[str, object]
 SAME_DTYPE = {torch.float16: (torch.float16,), torch.bfloat16: (torch.bfloat16,), torch.float32: (torch.float32,)}
 
 
+@keywords_checked("requirements")
 @dataclass(frozen=True)
 class Requirements:
     """What a variant needs from its operands and machine. The launcher rejects anything else."""

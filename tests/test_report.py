@@ -212,3 +212,43 @@ def test_the_plots_are_a_variant_by_dtype_grid(tmp_path):
     variants, dtypes, cells = summary.grid(_results())
     assert variants == ["tiled", "grouped", "naive"] and dtypes == ["fp16", "tf32", "int8"]
     assert cells["tiled", "tf32"].target_id == "tiled_tf32-tf32"
+
+
+def test_an_unwritten_element_reads_as_whole_sentences_in_the_failure_and_the_bug_list():
+    import numpy as np
+    import torch
+
+    from gemm_fuzz.properties.judge import oracles
+
+    c = torch.full((1, 1), float("nan"), dtype=torch.float16)
+    bits = int(c.view(torch.int16).item()) & 0xFFFF
+    with pytest.raises(failures.NotWritten) as caught:
+        oracles.all_written(c, np.ones((1, 1)), bits)
+    failure = caught.value.with_context(variant="k", case="1x1x1")
+    body = display.lines(failure)[1:]
+    assert " ".join(line.strip() for line in body[:-1]).endswith("from C's own unwritten contents"), body
+    assert body[-1] == "  1 of 1 elements are unwritten, and the reference there is 1", body
+    assert display.headline(failure).endswith("the kernel never wrote it, or computed it from C's own unwritten "
+                                              "contents")
+
+
+def test_statements_split_only_outside_parentheses():
+    assert display.statements("a (b; c); d") == ["a (b; c)", "d"]
+    assert display.statements("no statement break") == ["no statement break"]
+
+
+def test_a_func_that_returns_its_result_instead_of_writing_c_is_told_so(pytester):
+    returns = edited(TILED, (Edit("    _kernel[(triton.cdiv(M, 16), triton.cdiv(N, 16))](a, b, c,",
+                                  "    out = torch.empty_like(c)\n"
+                                  "    _kernel[(triton.cdiv(M, 16), triton.cdiv(N, 16))](a, b, out,"),
+                             Edit("*c.stride(), BM=16, BN=16, BK=16)\n\n\ndef solve",
+                                  "*out.stride(), BM=16, BN=16, BK=16)\n    return out\n\n\ndef solve"),
+                             Edit("import triton\n", "import torch\nimport triton\n")), "returns_its_result")
+    pytester.makepyfile(my_kernel=returns)
+    result = pytester.runpytest_subprocess("--gemm-kernel", "my_kernel.py:matmul", "--gemm-backend", "interpreter",
+                                           "-k", "reference and fp16", "-p", "no:cacheprovider", "--gemm-repros", "",
+                                           timeout=900)
+    out = " ".join(result.stdout.str().split())
+    assert result.ret == 1, out[-3000:]
+    assert ("element never written: matmul returned a float16 tensor of shape (1, 1) and wrote nothing into the c "
+            "it was given: the suite reads that c") in out, out[-3000:]

@@ -12,7 +12,7 @@ import torch
 import triton
 import triton.language as tl
 
-from gemm_fuzz.kernels import Contract, Requirements, contract
+from gemm_fuzz.kernels import Contract, Operation, Requirements, contract
 from gemm_fuzz.properties.judge.failures import LauncherRefused, NotBitExact
 from gemm_fuzz.properties.launch import preconditions, user_kernel
 from gemm_fuzz.properties.model.cases import GemmCase, Layout
@@ -37,11 +37,23 @@ def _user(name: str):
     (dict(requires=Requirements(contiguous=("x",))), "names x; the operands are 'a', 'b', 'c'"),
     (dict(partial_sums_in_output=4, deterministic=True), "deterministic=True with partial_sums_in_output"),
     (dict(duplicate_stores="yes"), "duplicate_stores='yes'; expected True or False"),
-    (dict(block_shape=(16, 16, 16)), "no field block_shape; the fields are dtypes, precision, blocks"),
 ])
 def test_a_wrong_contract_fails_where_it_is_declared_saying_what_is_expected(declared, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         contract(**declared)
+
+
+@pytest.mark.parametrize("declare, message", [
+    (lambda: contract(block_shape=(16, 16, 16)),
+     "contract: no field block_shape (did you mean 'blocks'?); the fields are dtypes, precision, blocks"),
+    (lambda: Operation(activaton="gelu"),
+     "operation: no field activaton (did you mean 'activation'?); the fields are alpha, beta"),
+    (lambda: Requirements(contigous=("a",)),
+     "requirements: no field contigous (did you mean 'contiguous'?); the fields are cuda, min_capability"),
+])
+def test_a_misspelt_field_is_named_with_the_nearest_one_and_the_list(declare, message):
+    with pytest.raises(TypeError, match=re.escape(message)):
+        declare()
 
 
 def test_the_contract_becomes_the_registrys_variant():

@@ -36,9 +36,9 @@ def all_written(c: torch.Tensor, reference: np.ndarray, unwritten: int, name: st
         at = _where(left)
         raise NotWritten(
             f"{name}[{', '.join(map(str, at))}] still holds its pre-fill (bits {unwritten:#x}): the kernel never wrote "
-            f"it, or computed it from {name}'s own unwritten contents ({int(left.sum())} of {left.size} elements; the "
-            f"reference there is {reference[at]:.9g})", index=at, count=int(left.sum()), total=left.size,
-            operand=name)
+            f"it, or computed it from {name}'s own unwritten contents; {int(left.sum())} of {left.size} elements are "
+            f"unwritten, and the reference there is {reference[at]:.9g}", index=at, count=int(left.sum()),
+            total=left.size, operand=name)
 
 
 def _position(g: Guarded, index: int) -> str:

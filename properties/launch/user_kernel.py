@@ -27,13 +27,17 @@ import traceback
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import torch
 from triton.runtime.autotuner import Autotuner
 from triton.runtime.jit import KernelInterface
 
 from gemm_fuzz.kernels import autotuning, contracts, operands
 from gemm_fuzz.kernels.contracts import SIGNATURES
 from gemm_fuzz.kernels.registry import Variant
+from gemm_fuzz.properties.judge.failures import NotWritten
 from gemm_fuzz.properties.launch import kernel_spec
+from gemm_fuzz.properties.model.cases import raw, signed, unwritten_bits
+from gemm_fuzz.reference.formats import by_dtype
 
 # attributes FUNC once declared its facts with; the contract holds them now
 _RETIRED = {"supported_dtypes": "dtypes={torch.float16: (torch.float16,), ...}", "precision": "precision=...",
@@ -296,11 +300,13 @@ def load(spec: str, signature: str | None = None) -> Variant:
         given = {names[e]: v for e, v in extras.items()}
         if tuner is not None:
             with autotuning.pinned(tuner, {k: v for k, v in chosen.items() if k in tuner_keys}):
-                fn(*args, **given)
+                returned = fn(*args, **given)
         elif declared.configs:
-            fn(*args, config=chosen, **given)
+            returned = fn(*args, config=chosen, **given)
         else:
-            fn(*args, **given)
+            returned = fn(*args, **given)
+        if isinstance(returned, torch.Tensor) and isinstance(c, torch.Tensor):
+            _returned_instead_of_writing(func, returned, c)
 
     described = f"{declared.signature} signature" + (f", autotuned over {len(configs)} configurations"
                                                      if tuner is not None else "")
@@ -311,6 +317,19 @@ def load(spec: str, signature: str | None = None) -> Variant:
     _LOADED[ref.name] = (variant, ref)
     _SEEN.update({f: _contents(f) for f in tree(Path(ref.path))})  # refresh() compares with these (path: resolved)
     return variant
+
+
+def _returned_instead_of_writing(func: str, returned: torch.Tensor, c: torch.Tensor) -> None:
+    """FUNC returned a tensor of its own and left every element of the c it was given at the suite's
+    pre-fill: the mistake of a FUNC written as `return kernel_output`, said as such."""
+    if c.numel() == 0 or (returned.numel() and returned.untyped_storage().data_ptr() == c.untyped_storage().data_ptr()):
+        return
+    if not bool((raw(c) == signed(unwritten_bits(by_dtype(c.dtype)), c.element_size())).all()):
+        return
+    raise NotWritten(f"{func} returned a {str(returned.dtype).removeprefix('torch.')} tensor of shape "
+                     f"{tuple(returned.shape)} and wrote nothing into the c it was given: the suite reads that c, "
+                     "as torch's out= functions do; write the result into c (c.copy_(result), or launch the kernel "
+                     "with c as its output)", index=(0,) * c.dim(), count=c.numel(), total=c.numel(), operand="C")
 
 
 def loaded(name: str) -> tuple[Variant, KernelRef] | None:

@@ -10,12 +10,23 @@ MAX_MESSAGE_LINES = 10
 WIDTH = 110  # a message's lines are wrapped to this many characters
 
 
+def statements(line: str) -> list[str]:
+    """A line's statements: its parts between "; " outside parentheses (one inside stays in its statement)."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(line):
+        depth += (ch in "([{") - (ch in ")]}")
+        if depth == 0 and line.startswith("; ", i):
+            parts.append(line[start:i])
+            start = i + 2
+    return parts + [line[start:]]
+
+
 def _body(message: str) -> list[str]:
-    """The message one statement a line (its "; " separate statements), wrapped to WIDTH."""
+    """The message one statement a line, wrapped to WIDTH."""
     out = []
     for line in message.splitlines():
         indent = " " * (len(line) - len(line.lstrip()))
-        for part in line.strip().split("; "):
+        for part in statements(line.strip()):
             out += textwrap.wrap(part, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ",
                                  break_long_words=False, break_on_hyphens=False) or [""]
     return out
@@ -67,7 +78,7 @@ def headline(failure) -> str:
     fields = failure.fields
     if isinstance(failure, OutOfBoundsAccess) and fields.get("line"):
         return f"out-of-bounds {fields['op']} of {fields['operand']} in kernel '{fields['kernel']}' at {fields['line']}"
-    first = failure.message.strip().splitlines()[0].split("; ")[0] if failure.message.strip() else ""
+    first = statements(failure.message.strip().splitlines()[0])[0] if failure.message.strip() else ""
     return f"{failure.kind}: {first}" if first else failure.kind
 
 
