@@ -48,6 +48,7 @@ class TargetResult(TargetStats):
     example: object = None  # and its (simplified) example
     repro: Path | None = None
     first_failure_at: int | None = None  # the example (1 = the first run) that first failed
+    state: str = "done"  # or "interrupted" (stopped part way) or "not run" (the campaign stopped before it)
 
     def to_dict(self) -> dict:
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -323,10 +324,11 @@ def _run_here(args, chosen: list, kernel: dict | None, backend, database, direct
     started = time.monotonic()
     end = started + (args.budget if args.until is None else min(args.budget, args.until - time.time()))
     runner = runner_module.Runner(settings, backend)
-    current = None
+    current, target_started = None, started
     try:
         for i, t in enumerate(chosen, 1):
             current = TargetResult(target_id=t.id, variant=t.variant.name, dtype=t.selector)
+            target_started = time.monotonic()
             share = max(0.0, end - time.monotonic()) / (len(chosen) - i + 1)  # an overrun shrinks later shares
             r = run_target(t, runner, share, database, compile_ahead=args.until is None)
             results.append(r)
@@ -337,7 +339,11 @@ def _run_here(args, chosen: list, kernel: dict | None, backend, database, direct
         status = 143 if isinstance(stop, Terminated) else 130
         if current is not None:  # the target under way: what its examples measured so far
             _fill(current, runner.stats.targets.get(current.target_id))
+            current.seconds, current.state = time.monotonic() - target_started, "interrupted"
             results.append(current)
+        done = {r.target_id for r in results}
+        results += [TargetResult(target_id=t.id, variant=t.variant.name, dtype=t.selector, state="not run")
+                    for t in chosen if t.id not in done]
         print(f"campaign: interrupted ({'SIGTERM' if status == 143 else 'Ctrl-C'}); writing the report of what "
               "was done", flush=True)
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the report short

@@ -333,7 +333,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     from hypothesis import settings as hs
 
     selection, settings = config.stash[SELECTION], config.stash[SETTINGS]
-    lines = selection.backend.header() + [
+    lines = selection.backend.header(verbose=config.get_verbosity() > 0) + [
         f"gemm hypothesis profile: {hs.get_current_profile_name()}",
         f"gemm examples: {settings.describe()}" + (" (caching allocator off)" if settings.mode == "sanitize" else ""),
     ]

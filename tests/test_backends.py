@@ -29,6 +29,15 @@ def test_header_names_backend_device_and_versions(backend):
     assert f"torch {torch.__version__}" in text and "triton " in text
 
 
+@pytest.mark.interpreter
+def test_the_header_says_the_interpreters_emulations_in_one_line_and_each_with_verbose(backend):
+    short, verbose = backend.header(), backend.header(verbose=True)
+    assert len(short) == 3, short
+    assert all(e.split(":", 1)[0] in short[2] for e in backend.emulations) and "fast path " in short[2]
+    assert [f"gemm interpreter emulation: {e}" for e in backend.emulations] == [
+        line for line in verbose if line.startswith("gemm interpreter emulation:")]
+
+
 def test_importing_triton_before_choosing_the_interpreter_is_refused():
     code = "import triton, os; os.environ['GEMM_BACKEND'] = 'interpreter'\nimport gemm_fuzz.kernels"
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -87,6 +87,17 @@ def test_an_interrupted_campaign_reports_what_it_did(tmp_path, sig, status):
     assert "Traceback" not in out and "interrupted" in out
     summary = (tmp_path / "report" / "summary.md").read_text()
     assert "**interrupted**" in summary and "| tiled-fp16 |" in summary
+    # the report speaks of the three targets the campaign announced: the one done, the one it stopped in
+    # (if the signal came inside its examples) and those never started, none of them an "ok" it did not earn
+    assert "campaign: 3 targets" in "".join(lines)
+    assert re.search(r"over 3 targets \(1 done(, 1 interrupted)?, [12] not run\)", summary), summary
+    table = summary.split("## Targets")[1].split("## Where")[0]
+    rows = [line.split(" | ") for line in table.splitlines() if line.startswith("| tiled")]
+    targets = {r[0].lstrip("| "): r for r in rows if len(r) == 8}
+    assert targets["tiled-int8"][-1].rstrip(" |") == "not run", summary
+    for row in targets.values():
+        if row[-1].rstrip(" |") == "interrupted" and int(row[1]) > 0:
+            assert float(row[3]) > 0, row  # its examples per second, over the seconds it ran
 
 
 def test_bad_arguments_are_refused(tmp_path):

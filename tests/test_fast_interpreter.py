@@ -60,13 +60,13 @@ def test_probe_fails_on_a_fast_path_that_ignores_a_constant(backend, monkeypatch
 
 
 def test_header_names_the_fast_path(backend):
-    line = next(line for line in backend.header() if line.startswith("gemm interpreter fast path:"))
+    line = next(line for line in backend.header(verbose=True) if line.startswith("gemm interpreter fast path:"))
     assert ("on (" in line) == fast.enabled_by_environment()
 
 
 def test_environment_turns_it_off():
     code = ("from gemm_fuzz.properties.launch import backends\nfrom gemm_fuzz.properties.interpreter import fast\n"
-            "b = backends.activate('interpreter')\nprint(fast.installed(), [l for l in b.header() if 'fast' in l])")
+            "b = backends.activate('interpreter')\nprint(fast.installed(), [l for l in b.header(verbose=True) if 'fast' in l])")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**os.environ, "GEMM_INTERPRETER_FAST": "0", "GEMM_BACKEND": "interpreter"})
     assert run.returncode == 0, run.stderr

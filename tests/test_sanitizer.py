@@ -342,4 +342,4 @@ def test_a_triton_release_without_a_hooked_function_fails_loudly(backend, monkey
 
 def test_the_self_test_catches_a_planted_out_of_bounds_load(backend):
     assert "a planted out-of-bounds load was caught" in sanitizer.self_test()
-    assert f"gemm sanitizer: {sanitizer.self_test()}" in backend.header()  # and the pytest header says so
+    assert f"gemm sanitizer: {sanitizer.self_test()}" in backend.header(verbose=True)  # and the pytest header says so

@@ -36,7 +36,9 @@ class Backend:
         """Largest M, N or K the strategies draw: the interpreter runs programs one after another."""
         return 72 if self.interpreted else 600
 
-    def header(self) -> list[str]:
+    def header(self, verbose: bool = False) -> list[str]:
+        """The backend, the versions and, in the interpreter, one line naming the gaps emulated and the
+        checkers installed; `verbose`: a line for each (what was wrong, what the fix does)."""
         import triton
 
         lines = [
@@ -44,10 +46,16 @@ class Backend:
             f"gemm versions: torch {torch.__version__}, triton {triton.__version__}, "
             f"python {platform.python_version()}",
         ]
-        lines += [f"gemm interpreter emulation: {e}" for e in self.emulations] or (
-            ["gemm interpreter emulation: none needed"] if self.interpreted else []
-        )
-        return lines + list(self.checks)
+        if not self.interpreted:
+            return lines
+        if verbose:
+            lines += [f"gemm interpreter emulation: {e}" for e in self.emulations] or [
+                "gemm interpreter emulation: none needed"]
+            return lines + list(self.checks)
+        gaps = ", ".join(e.split(":", 1)[0] for e in self.emulations) or "none needed"
+        fast = next((c.split(": ", 1)[1].split(" ")[0] for c in self.checks if "fast path:" in c), "?")
+        return lines + [f"gemm interpreter: gaps emulated: {gaps}; sanitizer and program scheduler on, fast path "
+                        f"{fast} (-v or docs/interpreter.md say what each does)"]
 
 
 _ACTIVE: Backend | None = None

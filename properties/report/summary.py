@@ -53,13 +53,30 @@ def grid(results) -> tuple[list[str], list[str], dict]:
     return variants, dtypes, cells
 
 
+def _state(r) -> str:
+    return getattr(r, "state", "done")
+
+
 def _verdict(r) -> str:
-    """A grid cell: FAIL and the kind, else the worst error / bound ("exact" when every example was)."""
+    """A grid cell: FAIL and the kind, else the worst error / bound ("exact" when every example was); a
+    target the campaign stopped in or before says so."""
     if r.failure is not None or r.failures:
         return f"FAIL ({r.failure.kind})" if r.failure is not None else "FAIL"
+    if _state(r) == "not run":
+        return "not run"
     if r.worst_ratio is None:
-        return "exact" if r.exact else "-"
-    return f"{r.worst_ratio:.3g}"
+        judged = "exact" if r.exact else "-"
+    else:
+        judged = f"{r.worst_ratio:.3g}"
+    return judged + (" (interrupted)" if _state(r) == "interrupted" else "")
+
+
+def _targets(results) -> str:
+    """'N targets', with how many of them the campaign stopped in or before."""
+    counts = {state: sum(_state(r) == state for r in results) for state in ("done", "interrupted", "not run")}
+    if counts["done"] == len(results):
+        return f"{len(results)} targets"
+    return f"{len(results)} targets ({', '.join(f'{n} {state}' for state, n in counts.items() if n)})"
 
 
 def summary_markdown(results, backend, budget: float, elapsed: float | None = None, interrupted: bool = False) -> str:
@@ -69,9 +86,9 @@ def summary_markdown(results, backend, budget: float, elapsed: float | None = No
         "# GEMM fuzzing campaign",
         "",
         *[f"- {line}" for line in backend.header()],
-        f"- budget: {budget:.0f} s over {len(results)} targets"
+        f"- budget: {budget:.0f} s over {_targets(results)}"
         + (f"; ran {elapsed:.0f} s" if elapsed is not None else "") + f"; {ran} examples"
-        + ("; **interrupted**: the targets below are those done (the last one partly)" if interrupted else ""),
+        + ("; **interrupted**: a target's verdict covers only the examples it ran" if interrupted else ""),
         f"- verdict: {len(failed)} failing target(s)" if failed else "- verdict: no failure",
         "",
         "## Variants and dtypes",
@@ -94,7 +111,8 @@ def summary_markdown(results, backend, budget: float, elapsed: float | None = No
     ]
     for r in results:
         rate = r.examples / r.seconds if r.seconds else 0.0
-        verdict = f"FAIL ({r.failure.kind})" if r.failure is not None else "ok"
+        verdict = f"FAIL ({r.failure.kind})" if r.failure is not None else (
+            "ok" if _state(r) == "done" else _state(r))
         worst, at = stats.worst(r)
         lines.append(_row([r.target_id, r.examples, r.exact, f"{rate:.1f}", stats.versus_torch(r.torch_ratios), worst,
                            at, verdict]))
@@ -170,9 +188,11 @@ def plots(results, directory: Path) -> list[Path]:
             continue
         failed[i, j] = r.failure is not None or bool(r.failures)
         kind = "" if r.failure is None else SHORT_KINDS.get(r.failure.kind, r.failure.kind)
-        ratio_text[i, j] = f"FAIL\n{kind}" if failed[i, j] else _verdict(r)
-        if not failed[i, j]:
+        ratio_text[i, j] = f"FAIL\n{kind}" if failed[i, j] else _verdict(r).replace(" (", "\n(")
+        if not failed[i, j] and _state(r) != "not run":
             ratio[i, j] = 0.0 if r.worst_ratio is None else r.worst_ratio
+        if _state(r) == "not run":
+            continue
         rate[i, j] = r.examples / r.seconds if r.seconds else 0.0
         rate_text[i, j] = f"{rate[i, j]:.0f}/s" if rate[i, j] >= 10 else f"{rate[i, j]:.1f}/s"
     draw(ratio, ratio_text, "viridis", 0.0, 1.0,
