@@ -1,9 +1,12 @@
 """The pytest plugin as a user meets it: options, header, summary, --gemm-kernel on a right and a
 wrong kernel (with its repro script), the LeetGPU signature, and bad input refused clearly."""
 
+import os
+import shutil
 import subprocess
 import sys
 import types
+from pathlib import Path
 
 import pytest
 from templates import TILED
@@ -210,3 +213,19 @@ def test_n_auto_gives_a_users_kernel_one_process_per_gpu(kernel, backend, gpus, 
     option = types.SimpleNamespace(gemm_kernel=kernel, gemm_backend=backend, gemm_dtype=None, gemm_variant=None)
     config = types.SimpleNamespace(option=option, known_args_namespace=option, getini=lambda name: True)
     assert plugin.pytest_xdist_auto_num_workers(config) == expected
+
+
+def test_a_module_spec_from_its_own_folder_says_how_to_name_it(pytester):
+    """`pytest` does not put the current folder on Python's path, so `my_kernel:matmul` cannot be imported from
+    there: the error says to pass the path or put the folder on the path, and `python -m pytest` then works."""
+    command = Path(sys.executable).with_name("pytest")  # the console script, as a user types it
+    if not command.exists():
+        command = Path(shutil.which("pytest") or "pytest")
+    pytester.makepyfile(my_kernel=RIGHT)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    result = subprocess.run([str(command), "--gemm-kernel", "my_kernel:matmul", *FAST], cwd=pytester.path, env=env,
+                            capture_output=True, text=True, timeout=900)
+    err = " ".join((result.stdout + result.stderr).split())
+    assert result.returncode != 0 and "Traceback" not in err, err
+    assert ("my_kernel.py is in this folder, which is not on Python's import path: pass it as a path "
+            "(my_kernel.py:matmul), or put the folder on it (PYTHONPATH=., or `python -m pytest`") in err, err

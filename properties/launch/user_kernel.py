@@ -197,7 +197,14 @@ def _import(spec: str):
         except SyntaxError as e:
             raise KernelSpecError(f"{spec!r}: {e.filename}:{e.lineno}: syntax error: {e.msg}") from None
         except ImportError as e:
-            raise KernelSpecError(f"{spec!r}: cannot import module {where!r}: {e}") from None
+            hint = ""
+            local = Path.cwd() / (where.replace(".", "/") + ".py")
+            if isinstance(e, ModuleNotFoundError) and e.name == where.split(".")[0] and local.is_file():
+                # the `pytest` and `gemm-fuzz` commands do not put the current folder on sys.path
+                hint = (f"; {local.name} is in this folder, which is not on Python's import path: pass it as a "
+                        f"path ({where.replace('.', '/')}.py:{func}), or put the folder on it (PYTHONPATH=., or "
+                        "`python -m pytest`, which does)")
+            raise KernelSpecError(f"{spec!r}: cannot import module {where!r}: {e}{hint}") from None
         except Exception as e:  # noqa: BLE001
             raise KernelSpecError(f"{spec!r}: importing module {where!r} raised "
                                   f"{type(e).__name__}: {e}") from None
