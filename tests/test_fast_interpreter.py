@@ -66,7 +66,8 @@ def test_header_names_the_fast_path(backend):
 
 def test_environment_turns_it_off():
     code = ("from gemm_fuzz.properties.launch import backends\nfrom gemm_fuzz.properties.interpreter import fast\n"
-            "b = backends.activate('interpreter')\nprint(fast.installed(), [l for l in b.header(verbose=True) if 'fast' in l])")
+            "b = backends.activate('interpreter')\n"
+            "print(fast.installed(), [l for l in b.header(verbose=True) if 'fast' in l])")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**os.environ, "GEMM_INTERPRETER_FAST": "0", "GEMM_BACKEND": "interpreter"})
     assert run.returncode == 0, run.stderr
