@@ -502,6 +502,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     return report
 
 
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
+    """A failing test's word carries its failure kinds ("FAILED (data race)"), so the short summary names them
+    however narrow the terminal is (pytest cuts the reason after the test's id, never the word)."""
+    kinds = list(dict.fromkeys(r["kind"] for r in getattr(report, "gemm_failures", None) or []))
+    if report.when == "call" and report.failed and kinds:
+        return "failed", "F", f"FAILED ({'; '.join(kinds)})"
+    return None
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     config = _CONFIG[0] if _CONFIG else None
     if config is not None and _FAILURES in config.stash and not hasattr(config, "workerinput"):

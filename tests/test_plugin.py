@@ -229,3 +229,12 @@ def test_a_module_spec_from_its_own_folder_says_how_to_name_it(pytester):
     assert result.returncode != 0 and "Traceback" not in err, err
     assert ("my_kernel.py is in this folder, which is not on Python's import path: pass it as a path "
             "(my_kernel.py:matmul), or put the folder on it (PYTHONPATH=., or `python -m pytest`") in err, err
+
+
+def test_the_short_summary_names_the_failure_kind_at_80_columns(pytester, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    pytester.makepyfile(my_kernel=NO_K_MASK)
+    result = pytester.runpytest_subprocess("--gemm-kernel", "my_kernel.py:matmul", *FAST, "-k", "reference",
+                                           "-n", "2", timeout=900)
+    failed = [line for line in result.stdout.lines if line.startswith("FAILED")]
+    assert failed and all(line.startswith("FAILED (out-of-bounds access) ") for line in failed), result.stdout.lines
