@@ -298,3 +298,44 @@ def test_a_failure_of_unknown_kind_is_an_internal_error_never_a_plain_failure():
     failure = GemmFailure.from_dict({"type": "NoSuchKind", "message": "x happened", "fields": {}})
     assert isinstance(failure, SuiteError) and failure.blame == "suite"
     assert "'NoSuchKind'" in failure.message and "x happened" in failure.message
+
+
+def test_an_example_run_in_this_process_gets_a_workers_deadline(backend):
+    """Built-ins run in this process in the interpreter: a launcher looping forever there times out after the
+    per-example timeout (of CPU time), as it does in a worker, instead of stalling the run."""
+    if not backend.interpreted:
+        pytest.skip("examples run in this process only in the interpreter")
+    name, _ = _kernel("loop_forever")
+    variant = user_kernel.loaded(name)[0]
+    start = time.monotonic()
+    with Runner(RunSettings(backend=backend.name, mode="process", timeout=3), backend) as runner:
+        with pytest.raises(TimedOut, match="no result after 3 s of CPU time in this process"):
+            runner.run_once(Example("reference", name, CASE), variant)
+        assert runner.run_once(Example("reference", "tiled", CASE)).exact  # the process goes on
+    assert time.monotonic() - start < 60
+
+
+def test_simplifying_a_failure_in_this_process_ends_promptly(backend):
+    """The swiglu mutant reading B's rows backwards, searched and simplified in this process as the battery
+    does: its out-of-bounds access chains back to itself through the interpreter's error, and the
+    programs-together path once walked that chain forever (no verdict in 300 s)."""
+    from gemm_fuzz.kernels import mutants
+    from gemm_fuzz.properties import checks
+    from gemm_fuzz.properties.launch.targets import Target
+
+    variant = mutants.variant("swiglu_b_rows_backwards")
+    start = time.monotonic()
+    with Runner(RunSettings(backend=backend.name, mode="process", timeout=30), backend) as runner:
+        prop = runner.property("swiglu_b_rows_backwards-fp16")
+        with pytest.raises(OutOfBoundsAccess):
+            prop.check(checks.REFERENCE, Target(variant, "fp16"))
+    assert time.monotonic() - start < 20  # (a hang would be cut at the 30 s deadline, and fail here)
+    assert (prop.example.case.M, prop.example.case.N, prop.example.case.K) == (1, 1, 2)
+
+
+def test_an_exception_chain_that_loops_is_walked_once():
+    from gemm_fuzz.properties.judge.failures import chain
+
+    first, second = ValueError("first"), KeyError("second")
+    first.__cause__, second.__context__ = second, first
+    assert list(chain(first)) == [first, second]

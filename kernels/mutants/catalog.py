@@ -461,6 +461,16 @@ register(Mutant(
     caught_as="NotBitExact",
 ))
 
+register(Mutant(
+    name="swiglu_b_rows_backwards", parent="swiglu",
+    edits=(Edit("        b_rows = b_ptr + (k + offs_k)[:, None] * stride_bk\n",
+                "        b_rows = b_ptr - (k + offs_k)[:, None] * stride_bk\n"),),
+    bug="B's rows stepped backwards from its data pointer: every K row past the first read before B",
+    dtype="fp16", smallest=dict(M=1, N=1, K=2),
+    why="K = 1 reads row 0 only, which is in place; K = 2 reads row -1, one row before B",
+    caught_as="OutOfBoundsAccess", unaffected=dict(K=1),
+))
+
 # --- the family: scaled operands (block_fp8, rowwise_fp8, int8_scaled) ----------------------------------
 
 BLOCK_FP8_GROUP = "        group = (k * BK) // GROUP_K\n"

@@ -35,6 +35,8 @@ import functools
 
 import numpy as np
 
+from gemm_fuzz.properties.judge.failures import chain
+
 # at most this many programs run together (each handle holds P blocks) ...
 MAX_PROGRAMS = 512
 # ... and at most this many elements in one handle (all programs' blocks)
@@ -578,9 +580,7 @@ def run(fn, args: dict, grid: tuple[int, int, int], operands: list, builder) -> 
         _state.reason = None if ok else "programs share memory"
     except Exception as error:  # noqa: BLE001 (any failure is found again one by one)
         ok = False
-        cause = error
-        while cause is not None and not isinstance(cause, _Apart):
-            cause = cause.__cause__ or cause.__context__
+        cause = next((e for e in chain(error) if isinstance(e, _Apart)), None)
         lasting = isinstance(cause, _Apart) and cause.lasting
         _state.reason = str(cause) if cause is not None else f"{type(error).__name__}: {error}"
     finally:

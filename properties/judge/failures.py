@@ -89,6 +89,16 @@ class GemmFailure(AssertionError):
         return error
 
 
+def chain(error: BaseException):
+    """`error`, then what it was raised from or while handling (`__cause__`, else `__context__`), each once: a
+    chain can loop (a failure re-raised while handling what it was raised from), so it stops at a repeat."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        yield error
+        error = error.__cause__ or error.__context__
+
+
 def _plain(value):
     """JSON-ready: tuples become lists, dataclasses dicts, numpy scalars Python numbers."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

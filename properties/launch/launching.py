@@ -29,6 +29,7 @@ from gemm_fuzz.properties.judge.failures import (
     LauncherRefused,
     NotRunnable,
     SuiteError,
+    chain,
 )
 from gemm_fuzz.properties.launch import backends, preconditions
 from gemm_fuzz.properties.model import grouped
@@ -101,8 +102,9 @@ def classify(error: BaseException, backend: str) -> GemmFailure:
     """An exception from a launch: the interpreter's own failure, a fault on the GPU, or the launcher's
     (kernel's) refusal."""
     root = error
-    while root.__cause__ is not None and root.__cause__ is not root:
-        root = root.__cause__  # the interpreter wraps the kernel's exception in InterpreterError
+    for root in chain(error):  # the interpreter wraps the kernel's exception in InterpreterError
+        if root.__cause__ is None:
+            break
     frames = traceback.extract_tb(root.__traceback__)
     where = next((f for f in reversed(frames) if "site-packages" not in f.filename or "triton" in f.filename), None)
     inside = where is not None and where.filename.endswith(_INTERPRETER_FILES[0])

@@ -44,6 +44,7 @@ from gemm_fuzz.properties.model import runnable
 from gemm_fuzz.properties.report import reached, repros
 from gemm_fuzz.properties.report.stats import Stats
 from gemm_fuzz.properties.run import hypothesis_pareto, isolation
+from gemm_fuzz.properties.run.deadline import Overrun, bounded
 from gemm_fuzz.reference.formats import by_name
 
 hypothesis_pareto.install()  # every search runs through a Runner: its pareto front compares cheaply
@@ -184,7 +185,15 @@ class Runner:
         """Run one example in one process, where the settings say: here, or in a worker."""
         check = checks.get(example.check)
         if not self._in_worker(example, variant):
-            return checks.execute(check, example, self._resolver(variant), self.backend)
+            limit = timeout if deadline is None else min(timeout, deadline - time.monotonic())
+            try:
+                with bounded(limit):
+                    return checks.execute(check, example, self._resolver(variant), self.backend)
+            except Overrun:
+                raise TimedOut(f"no result after {limit:.0f} s of CPU time in this process (a kernel that never "
+                               "terminates?)", seconds=limit).with_context(
+                    variant=example.variant or "(peers)", case=example.case.describe(),
+                    check=check.describe(example)) from None
         sanitizer = self.settings.sanitizer
         start = time.perf_counter()
         try:
