@@ -53,87 +53,35 @@ def test_interpreter_probes_pass_after_the_fixes(backend, fix):
 
 
 @pytest.mark.interpreter
-def test_the_raw_interpreter_fails_the_probes_of_the_gaps_it_has():
-    """In a process without the fixes, each probe that Triton 3.9's interpreter is known to fail fails (the fix is
-    no dead code); on another Triton the probes say what they say."""
+def test_the_header_names_exactly_the_gaps_the_raw_interpreter_has(backend):
+    """In a process without the fixes, each probe runs the interpreter as installed: the fixes applied here
+    (the header's emulations) are exactly the probes that fail there, so no fix is dead code and no gap goes
+    unfixed. On Triton 3.9 the known gaps are among them."""
     code = ("import os; os.environ['TRITON_INTERPRET'] = '1'\nfrom gemm_fuzz.properties.interpreter import fixes\n"
             "print(','.join(f.name for f in fixes.FIXES if not f.faithful()))")
     raw = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert raw.returncode == 0, raw.stderr[-2000:]
-    failing = set(raw.stdout.strip().split(","))
+    failing = set(filter(None, raw.stdout.strip().split(",")))
+    assert failing == {e.split(":", 1)[0] for e in backend.emulations}
     if triton.__version__.startswith("3.9"):
-        assert {"loop indices", "boolean ops", "fp8 narrowing", "bf16 ops", "undefined lanes"} <= failing, failing
-
-
-@pytest.mark.interpreter
-def test_the_bf16_dot_probe_sees_the_interpreters_own_product_fail(backend):
-    """In a process without the fixes, the probe runs the interpreter's raw bf16 tl.dot (which multiplied
-    the raw uint16 patterns, triton-lang/triton#11584): the header names the emulation exactly where the
-    raw product is wrong."""
-    code = ("import os; os.environ['TRITON_INTERPRET'] = '1'\nfrom gemm_fuzz.properties.interpreter import fixes\n"
-            "print('exact' if fixes.bf16_dot_is_exact() else 'wrong')")
-    raw = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert raw.stdout.strip() in ("exact", "wrong"), raw.stderr[-2000:]
-    assert (raw.stdout.strip() == "wrong") == any("#11584" in e for e in backend.emulations)
-
-
-@pytest.mark.interpreter
-def test_the_bf16_widening_probe_sees_the_interpreters_own_conversion_fail(backend):
-    """The interpreter's raw bf16 -> fp32 conversion turns the subnormal 8 * 2**-133 into another number;
-    the probe must have found that and the header name the fix, exactly where the raw conversion is wrong."""
-    import triton.language as tl
-    from triton.runtime import interpreter
-
-    bits = np.array([8], dtype=np.uint16)  # a subnormal bf16
-    raw = interpreter._convert_float(bits, tl.bfloat16, tl.float32, None).view(np.float32)[0]
-    exact = torch.from_numpy(bits.view(np.int16)).view(torch.bfloat16).float().item()
-    assert (raw != exact) == any(e.startswith("bf16 widening") for e in backend.emulations)
+        assert {"loop indices", "boolean ops", "fp8 narrowing", "bf16 ops", "undefined lanes", "bf16 tl.dot"} <= failing
 
 
 @pytest.mark.gpu
-def test_the_gpu_rounds_tf32_operands_the_way_the_interpreter_emulates(backend):
-    assert fixes.tf32_dot_rounds(backend.device) == fixes.TF32_ROUNDING
+@pytest.mark.parametrize("fix", [f for f in fixes.FIXES if f.on_gpu], ids=lambda fix: fix.name)
+def test_the_gpu_does_what_each_emulation_does(backend, fix):
+    """Each probe run compiled: the GPU computes what the interpreter, fixed, computes."""
+    assert fix.faithful(backend.device), f"{fix.name}: {fix.note}"
 
 
-@pytest.mark.gpu
-def test_the_gpu_adds_fp16_and_bf16_atomically_as_the_interpreter_emulates(backend):
-    assert fixes.half_atomic_add_is_faithful(backend.device)
 
 
-@pytest.mark.gpu
-def test_the_gpu_rounds_fp32_to_bf16_to_nearest_even(backend):
-    assert fixes.bf16_cast_rounds_to_nearest_even(backend.device)
 
 
-@pytest.mark.gpu
-def test_the_gpu_widens_every_fp8_pattern_exactly_in_a_dot(backend):
-    assert fixes.fp8_widening_is_exact(backend.device)
 
 
-@pytest.mark.gpu
-def test_the_gpu_rounds_explicit_downcasts_the_way_the_interpreter_emulates(backend):
-    assert fixes.explicit_rounding_is_faithful(backend.device)
 
 
-@pytest.mark.gpu
-def test_the_gpu_widens_every_bf16_pattern_exactly(backend):
-    assert fixes.bf16_widening_is_exact(backend.device)
-
-
-@pytest.mark.gpu
-def test_the_gpu_converts_integers_to_bf16_by_value_rounding_to_nearest_even(backend):
-    assert fixes.integer_bf16_casts_are_faithful(backend.device)
-
-
-@pytest.mark.interpreter
-def test_the_integer_bf16_probe_sees_the_interpreters_own_cast_fail(backend):
-    """In a process without the fixes the probe runs the interpreter's raw int32 -> bf16 cast (which gave
-    1 the bit pattern 0x0001): the header names the fix exactly where the raw cast is wrong."""
-    code = ("import os; os.environ['TRITON_INTERPRET'] = '1'\nfrom gemm_fuzz.properties.interpreter import fixes\n"
-            "print('exact' if fixes.integer_bf16_casts_are_faithful() else 'wrong')")
-    raw = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert raw.stdout.strip() in ("exact", "wrong"), raw.stderr[-2000:]
-    assert (raw.stdout.strip() == "wrong") == any(e.startswith("int <-> bf16") for e in backend.emulations)
 
 
 def test_round_fp32_toward_zero_keeps_overflow_finite():
@@ -143,24 +91,8 @@ def test_round_fp32_toward_zero_keeps_overflow_finite():
                                                                               np.inf]
 
 
-@pytest.mark.gpu
-def test_the_gpu_narrows_to_fp8_the_way_the_interpreter_emulates(backend):
-    assert fixes.fp8_narrowing_is_faithful(backend.device)
 
 
-@pytest.mark.gpu
-def test_the_gpu_gives_loop_indices_32_bit_scalars(backend):
-    assert fixes.loop_indices_are_scalars(backend.device)
-
-
-@pytest.mark.gpu
-def test_the_gpu_combines_boolean_operators_on_blocks_elementwise(backend):
-    assert fixes.boolean_ops_are_elementwise(backend.device)
-
-
-@pytest.mark.gpu
-def test_the_gpu_multiplies_bf16_exactly(backend):
-    assert fixes.bf16_dot_is_exact(backend.device)
 
 
 def test_round_to_tf32_modes():

@@ -883,14 +883,15 @@ def boolean_ops_are_elementwise(device="cpu") -> bool:
 @dataclass(frozen=True)
 class Fix:
     name: str  # how the header and docs/interpreter.md name it
-    faithful: Callable[[], bool]  # the probe: does the interpreter do what the GPU does?
+    faithful: Callable[..., bool]  # the probe, faithful(device="cpu"): does the interpreter do what the GPU does?
     patch: Callable[[], None]
     note: str  # what was wrong and what the fix does
+    on_gpu: bool = True  # the probe also runs compiled: a GPU shows the emulation is what it does (-m gpu)
 
 
 FIXES = (
     Fix("loop bounds", loop_bounds_work, _patch_index,
-        "int() of 1-element arrays (Triton 3.6 with NumPy >= 2.4)"),
+        "int() of 1-element arrays (Triton 3.6 with NumPy >= 2.4)", on_gpu=False),
     Fix("loop indices", loop_indices_are_scalars, lambda: _enable_rewrite("loop indices"),
         "range and tl.range indices are int32 or int64 scalars, as compiled (they were Python ints: no .to(), "
         "no 32-bit wrap)"),
@@ -907,10 +908,10 @@ FIXES = (
         "casts converted by value, rounded to nearest even (they copied bit patterns)"),
     Fix("bf16 ops", bf16_ops_are_faithful, _patch_bf16_ops,
         "comparisons, arithmetic, min and max computed in fp32 and rounded back (they operated on raw bit "
-        "patterns: NaN == NaN, -1 > 1)"),
+        "patterns: NaN == NaN, -1 > 1)", on_gpu=False),
     Fix("undefined lanes", masked_off_lanes_are_poisoned, _patch_undefined_lanes,
         "masked loads without `other` read NaN in masked-off lanes, not 0 (undefined on the GPU, "
-        "triton-lang/triton#737)"),
+        "triton-lang/triton#737)", on_gpu=False),  # undefined on a GPU: nothing to compare
     Fix("fp8 widening", fp8_widening_is_exact, _patch_fp8_widening,
         "exact by table (NaN became 480, Inf 131072, e5m2 subnormals were wrong)"),
     Fix("fp8 narrowing", fp8_narrowing_is_faithful, _patch_fp8_narrowing,
@@ -924,7 +925,7 @@ FIXES = (
         "(fp16 raised OverflowError, bf16 'Unsupported data type')"),
     Fix("bf16 tl.dot", bf16_dot_is_exact, _patch_bf16_dot,
         "operands converted exactly to fp32 (triton-lang/triton#11584)"),
-    Fix("tf32 tl.dot", lambda: tf32_dot_rounds() == TF32_ROUNDING, _patch_tf32_dot,
+    Fix("tf32 tl.dot", lambda device="cpu": tf32_dot_rounds(device) == TF32_ROUNDING, _patch_tf32_dot,
         f"fp32 operands rounded to tf32 ({TF32_ROUNDING}, as the H100 does)"),
 )
 
