@@ -462,7 +462,7 @@ def _database(spec: str):
 
 
 def _print(i: int, total: int, target_id: str, r: TargetResult) -> None:
-    from gemm_fuzz.properties.report import display, stats
+    from gemm_fuzz.properties.report import stats
 
     verdict = "FAIL" if r.failure is not None else "ok"
     worst = stats.worst(r)[0]
@@ -470,7 +470,7 @@ def _print(i: int, total: int, target_id: str, r: TargetResult) -> None:
           f"{verdict}", flush=True)
     if r.failure is not None:
         print(f"    {r.failure.kind}: {r.example.case.describe()}")
-        print(f"    {display.headline(r.failure)}")  # the reason in a few words, whole
+        print(f"    {r.failure.headline()}")  # the reason in a few words, whole
         if r.repro is not None:
             print(f"    repro: python {r.repro}")
 

@@ -39,14 +39,14 @@ def test_a_value_failure_reads_like_assert_close(backend):
     assert re.fullmatch(r"  allowed: \S+ \+- \S+ .*", lines[3])  # and what was allowed there
     assert lines[-2] == "  1 of 1 elements are outside what is allowed"  # how many
     assert lines[-1] == "  repro: python repros/tiled_bf16_through_fp16-bf16-0.py"
-    assert display.headline(failure) == "value out of bound: " + lines[2].strip()
+    assert failure.headline() == "value out of bound: " + lines[2].strip()
 
 
 @pytest.mark.interpreter  # the interpreter's sanitizer names the access; on a GPU the poison shows in C instead
 def test_an_out_of_bounds_failure_names_the_access_in_its_headline(backend):
     failure = _failure_of("tiled_no_k_mask", M=1, N=1, K=1, dtype="fp16", out_dtype="fp16")
     assert re.fullmatch(r"out-of-bounds load of a_ptr in kernel 'tiled_kernel' at tiled_no_k_mask\.py:\d+",
-                        display.headline(failure))
+                        failure.headline())
     lines = display.lines(failure)
     assert len(lines) <= 15 and lines[0].startswith("out-of-bounds access: tiled_no_k_mask on 1x1x1 fp16->fp16")
     assert any(line.strip().endswith("active lanes are out of bounds") for line in lines)
@@ -55,7 +55,7 @@ def test_an_out_of_bounds_failure_names_the_access_in_its_headline(backend):
 def _record(test: str, dtype: str, failure: failures.GemmFailure, case: GemmCase | None = None) -> dict:
     failure.with_context(variant="user:k.matmul#1", case="...")
     failure.case = case
-    return bugs.record(failure, test, display.headline(failure))
+    return bugs.record(failure, test, failure.headline())
 
 
 def _oob(line: str) -> failures.GemmFailure:
@@ -228,13 +228,13 @@ def test_an_unwritten_element_reads_as_whole_sentences_in_the_failure_and_the_bu
     body = display.lines(failure)[1:]
     assert " ".join(line.strip() for line in body[:-1]).endswith("from C's own unwritten contents"), body
     assert body[-1] == "  1 of 1 elements are unwritten, and the reference there is 1", body
-    assert display.headline(failure).endswith("the kernel never wrote it, or computed it from C's own unwritten "
+    assert failure.headline().endswith("the kernel never wrote it, or computed it from C's own unwritten "
                                               "contents")
 
 
 def test_statements_split_only_outside_parentheses():
-    assert display.statements("a (b; c); d") == ["a (b; c)", "d"]
-    assert display.statements("no statement break") == ["no statement break"]
+    assert failures.statements("a (b; c); d") == ["a (b; c)", "d"]
+    assert failures.statements("no statement break") == ["no statement break"]
 
 
 def test_a_func_that_returns_its_result_instead_of_writing_c_is_told_so(pytester):

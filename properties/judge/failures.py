@@ -65,8 +65,15 @@ class GemmFailure(AssertionError):
         return f"{'an' if self.kind[0] in 'aeiou' else 'a'} {self.kind}"
 
     def headline(self) -> str:
-        """One line: the kind and the message's first line."""
-        return f"{self.kind}: {self.message.splitlines()[0]}" if self.message else self.kind
+        """The reason in a few words, for pytest's one-line short summary (which cuts it to the terminal's
+        width), the bug list and the campaign's lines: the kind and the message's first statement."""
+        first = statements(self.message.strip().splitlines()[0])[0] if self.message.strip() else ""
+        return f"{self.kind}: {first}" if first else self.kind
+
+    @classmethod
+    def short(cls) -> str:
+        """The kind in a plot's cell: two short lines at most."""
+        return cls.kind.replace(" ", "\n", 1) if len(cls.kind) > 10 else cls.kind
 
     def to_dict(self) -> dict:
         return {"type": type(self).__name__, "message": self.message, "fields": _plain(self.fields),
@@ -87,6 +94,17 @@ class GemmFailure(AssertionError):
         GemmFailure.__init__(error, data["message"], **data.get("fields", {}))
         error.context = dict(data.get("context", {}))
         return error
+
+
+def statements(line: str) -> list[str]:
+    """A line's statements: its parts between "; " outside parentheses (one inside stays in its statement)."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(line):
+        depth += (ch in "([{") - (ch in ")]}")
+        if depth == 0 and line.startswith("; ", i):
+            parts.append(line[start:i])
+            start = i + 2
+    return parts + [line[start:]]
 
 
 def chain(error: BaseException):
@@ -122,6 +140,10 @@ class WrongValue(GemmFailure):
 class ValueOutOfBound(WrongValue):
     kind = "value out of bound"
 
+    @classmethod
+    def short(cls) -> str:
+        return "out of\nbound"
+
 
 class NotBitExact(WrongValue):
     kind = "not bit-exact"
@@ -129,6 +151,10 @@ class NotBitExact(WrongValue):
 
 class NotWritten(GemmFailure):
     kind = "element never written"
+
+    @classmethod
+    def short(cls) -> str:
+        return "unwritten"
 
 
 class WriteOutsideC(GemmFailure):
@@ -143,6 +169,16 @@ class OutOfBoundsAccess(GemmFailure):
     """A load, store or atomic addressed memory outside the tensor its pointer came from."""
 
     kind = "out-of-bounds access"
+
+    @classmethod
+    def short(cls) -> str:
+        return "out of\nbounds"
+
+    def headline(self) -> str:
+        f = self.fields
+        if not f.get("line"):
+            return super().headline()
+        return f"out-of-bounds {f['op']} of {f['operand']} in kernel '{f['kernel']}' at {f['line']}"
 
     def site(self) -> str:
         if self.fields.get("line"):
@@ -226,6 +262,10 @@ class LauncherRefused(SaidOnce):
     """The launcher (or the kernel) raised on a case: a contract it did not declare, or a bug."""
 
     kind = "launcher refused the case"
+
+    @classmethod
+    def short(cls) -> str:
+        return "refused"
 
     def site(self) -> str:
         if not self.fields.get("error"):

@@ -6,19 +6,10 @@ from __future__ import annotations
 
 import textwrap
 
+from gemm_fuzz.properties.judge.failures import statements
+
 MAX_MESSAGE_LINES = 10
 WIDTH = 110  # a message's lines are wrapped to this many characters
-
-
-def statements(line: str) -> list[str]:
-    """A line's statements: its parts between "; " outside parentheses (one inside stays in its statement)."""
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(line):
-        depth += (ch in "([{") - (ch in ")]}")
-        if depth == 0 and line.startswith("; ", i):
-            parts.append(line[start:i])
-            start = i + 2
-    return parts + [line[start:]]
 
 
 def _body(message: str) -> list[str]:
@@ -70,18 +61,6 @@ def failures(error: BaseException) -> list | None:
     return None
 
 
-def headline(failure) -> str:
-    """The reason in a few words, for pytest's one-line short summary (which cuts it to the terminal's
-    width) and the summary of distinct bugs: what went wrong at the worst element, or which access."""
-    from gemm_fuzz.properties.judge.failures import OutOfBoundsAccess
-
-    fields = failure.fields
-    if isinstance(failure, OutOfBoundsAccess) and fields.get("line"):
-        return f"out-of-bounds {fields['op']} of {fields['operand']} in kernel '{fields['kernel']}' at {fields['line']}"
-    first = statements(failure.message.strip().splitlines()[0])[0] if failure.message.strip() else ""
-    return f"{failure.kind}: {first}" if first else failure.kind
-
-
 def longrepr(found: list, path: str):
     """A pytest report body for a test that failed with the suite's failures `found`."""
     from _pytest._code.code import ExceptionChainRepr, ReprEntryNative, ReprFileLocation, ReprTraceback
@@ -92,5 +71,5 @@ def longrepr(found: list, path: str):
     for failure in found:
         text += lines(failure)
     entry = ReprEntryNative([line + "\n" for line in text])
-    crash = ReprFileLocation(path, 0, headline(found[0]) + (f" (and {len(found) - 1} more)" if len(found) > 1 else ""))
+    crash = ReprFileLocation(path, 0, found[0].headline() + (f" (and {len(found) - 1} more)" if len(found) > 1 else ""))
     return ExceptionChainRepr([(ReprTraceback([entry], None, "native"), crash, None)])

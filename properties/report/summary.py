@@ -19,13 +19,6 @@ from gemm_fuzz.properties import phases
 from gemm_fuzz.properties.report import stats
 
 FAILED_COLOUR = "#d62728"
-# failure kinds in a plot's cell
-SHORT_KINDS = {"value out of bound": "out of\nbound", "not bit-exact": "not\nbit-exact", "element never written":
-               "unwritten", "write outside C": "write\noutside C", "input modified": "input\nmodified",
-               "out-of-bounds access": "out of\nbounds", "crashed": "crashed", "timed out": "timed out",
-               "launcher refused the case": "refused"}
-
-
 def _cell(text) -> str:
     """A Markdown table cell: pipes escaped, on one line."""
     return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
@@ -187,7 +180,7 @@ def plots(results, directory: Path) -> list[Path]:
         if r is None:
             continue
         failed[i, j] = r.failure is not None or bool(r.failures)
-        kind = "" if r.failure is None else SHORT_KINDS.get(r.failure.kind, r.failure.kind)
+        kind = "" if r.failure is None else r.failure.short()
         ratio_text[i, j] = f"FAIL\n{kind}" if failed[i, j] else _verdict(r).replace(" (", "\n(")
         if not failed[i, j] and _state(r) != "not run":
             ratio[i, j] = 0.0 if r.worst_ratio is None else r.worst_ratio
