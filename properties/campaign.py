@@ -106,7 +106,7 @@ def run_target(target, runner, seconds: float, database=None, compile_ahead: boo
     from hypothesis import HealthCheck, Phase, Verbosity, given, settings
     from hypothesis import target as climb
 
-    from gemm_fuzz.properties.checks.example import Example
+    from gemm_fuzz.properties import checks
     from gemm_fuzz.properties.model import strategies
     from gemm_fuzz.properties.run.runner import OutOfTime
 
@@ -125,7 +125,7 @@ def run_target(target, runner, seconds: float, database=None, compile_ahead: boo
         _Stop.in_example = True
         try:
             _Stop.raise_if_requested()
-            observed = prop.run(Example("reference", target.variant.name, case), target.variant)
+            observed = prop.run(checks.REFERENCE.example(target.variant.name, case), target.variant)
         finally:
             _Stop.in_example = False
         if observed.error_ratio:  # an exact example scores 0: nothing to climb, and ties cost Hypothesis time

@@ -34,6 +34,13 @@ class Check:
     searched = True  # Hypothesis draws its examples; else only its explicit ones run, as they are
     share = 1  # it draws max(minimum, the profile's max_examples // share) examples (1: the profile's own)
     minimum = 0
+    counts_reached = False  # its examples count toward the target's reached features (one variant on a case)
+
+    def example(self, variant: str, case, params: tuple = ()):
+        """An Example of this check (the one way to name a check in an Example)."""
+        from gemm_fuzz.properties.checks.example import Example
+
+        return Example(self.name, variant, case, params)
 
     def variant(self, subject):
         """The variant whose examples these are (the one judged), if there is one."""

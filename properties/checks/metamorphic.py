@@ -71,6 +71,7 @@ def _examples(draw, variant, dtype: str, backend, sized: dict):
 
 class Metamorphic(Check):
     name = "metamorphic"
+    counts_reached = True
     share, minimum = 3, 4  # each example is five or six launches
 
     def _sized(self, backend) -> dict:

@@ -48,7 +48,7 @@ def run_campaign(target, examples: int, backend) -> tuple[float, int, str]:
     from hypothesis import HealthCheck, Phase, Verbosity, given, settings
     from hypothesis import target as climb
 
-    from gemm_fuzz.properties.checks.example import Example
+    from gemm_fuzz.properties import checks
     from gemm_fuzz.properties.judge.failures import GemmFailure
     from gemm_fuzz.properties.model import strategies
     from gemm_fuzz.properties.run.runner import Runner, RunSettings
@@ -65,7 +65,7 @@ def run_campaign(target, examples: int, backend) -> tuple[float, int, str]:
     @given(case=strategy)
     def example(case):
         try:
-            observed = prop.run(Example("reference", target.variant.name, case), target.variant)
+            observed = prop.run(checks.REFERENCE.example(target.variant.name, case), target.variant)
         except GemmFailure as failure:
             verdicts.append(f"{case.describe()}: {type(failure).__name__}: {failure}")
             raise

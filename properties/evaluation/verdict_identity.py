@@ -22,6 +22,7 @@ import warnings
 import numpy as np
 from hypothesis import HealthCheck, Phase, given, settings
 
+from gemm_fuzz.properties import checks
 from gemm_fuzz.properties.checks.example import Example
 from gemm_fuzz.properties.interpreter import fast
 from gemm_fuzz.properties.judge.failures import GemmFailure
@@ -58,12 +59,12 @@ def examples(per_target: int, backend) -> list[tuple[object, Example]]:
     for target in targets.targets(kernels.variants()):
         if target.variant.runs_on(backend.name):
             for case in drawn_cases(target.variant, target.dtype, per_target, backend):
-                chosen.append((target.variant, Example("output", target.variant.name, case)))
+                chosen.append((target.variant, checks.OUTPUT.example(target.variant.name, case)))
     for mutant in mutants.mutants():
         if not mutant.gpu_only:
             for case in (mutation.expected_case(mutant), mutation.unaffected_case(mutant)):
                 if case is not None:
-                    chosen.append((mutant.variant, Example("output", mutant.name, case)))
+                    chosen.append((mutant.variant, checks.OUTPUT.example(mutant.name, case)))
     return chosen
 
 

@@ -23,6 +23,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from gemm_fuzz.properties import checks
+
 _TEMPLATE = '''#!/usr/bin/env python3
 """Reproduces a failure found by the GEMM suite:
 {summary}
@@ -70,7 +72,7 @@ def name_for(data: dict) -> str:
     example = data["example"]
     digest = hashlib.sha256(repr(sorted(example.items())).encode()).hexdigest()[:10]
     slug = re.sub(r"[^A-Za-z0-9_]+", "_", example["variant"] or "agreement").strip("_")
-    check = "" if example["check"] == "reference" else f"{example['check']}-"
+    check = "" if example["check"] == checks.REFERENCE.name else f"{example['check']}-"
     return f"{slug}-{check}{example['case']['dtype']}-{digest}.py"
 
 

@@ -232,7 +232,7 @@ def check(variant, case, backend: backends.Backend | None = None) -> Observation
     """The main property on one case, in this process: for tests and tools that judge one case."""
     backend = backend or backends.current()
     with Runner(RunSettings(backend=backend.name), backend) as runner:
-        return runner.run_once(Example("reference", variant.name, case), variant)
+        return runner.run_once(checks.REFERENCE.example(variant.name, case), variant)
 
 
 def _safe_resolve(name: str):
@@ -440,7 +440,7 @@ class PropertyRun:
     def _reached(self, example: Example, variant) -> None:
         """Count the features the example's case reached, for its target (properties/report/reached.py)."""
         variant = variant or _safe_resolve(example.variant)
-        if variant is None or example.check not in ("reference", "metamorphic"):
+        if variant is None or not checks.get(example.check).counts_reached:
             return
         device = self.runner.backend.device.type
         self.stats.reached(self.target_id, reached.features(example.case, variant, device),
