@@ -14,6 +14,7 @@ from templates import TILED
 from gemm_fuzz.kernels.mutants import Edit, edited
 from gemm_fuzz.properties import plugin
 from gemm_fuzz.properties.launch import user_kernel
+from gemm_fuzz.properties.run.hypothesis_profiles import CI_EXAMPLES
 
 RIGHT = TILED  # a right kernel, as a user's file
 # the bug planted as the mutants are (kernels/mutants): declared edits, each matching once, lines marked
@@ -35,7 +36,7 @@ def test_a_right_kernel_passes_the_whole_battery(pytester):
     result.assert_outcomes(passed=3, skipped=2)
     result.stdout.fnmatch_lines(["gemm kernel under test: user:my_kernel.matmul#* (user kernel my_kernel.py:matmul)",
                                  "*GEMM targets*", "user:my_kernel.matmul#*-fp16 * 0 *-*"])
-    assert _examples(result, "user:my_kernel.matmul#") >= 25
+    assert _examples(result, "user:my_kernel.matmul#") >= CI_EXAMPLES
     assert result.ret == 0
 
 
@@ -97,7 +98,7 @@ def test_a_leetgpu_solve_function_is_tested_too(pytester):
     result = pytester.runpytest_subprocess("--gemm-kernel", "my_kernel.py:solve", "--gemm-kernel-signature",
                                            "leetgpu", *FAST, timeout=900)
     assert result.ret == 0, result.stdout.str()[-3000:]
-    assert _examples(result, "user:my_kernel.solve#") >= 25
+    assert _examples(result, "user:my_kernel.solve#") >= CI_EXAMPLES
 
 
 SYNTAX_ERROR = "import triton\n\ndef matmul(a, b, c)\n    pass\n"

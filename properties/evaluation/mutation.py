@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from hypothesis import Phase, given
 from hypothesis import settings as hypothesis_settings
 
-from gemm_fuzz.properties.checks.example import Example
+from gemm_fuzz.properties import checks
 from gemm_fuzz.properties.judge.failures import GemmFailure
 from gemm_fuzz.properties.launch import backends
 from gemm_fuzz.properties.model import strategies
@@ -70,7 +70,7 @@ def failure(variant, case: GemmCase, backend: backends.Backend) -> GemmFailure |
     """What the main property raises on this case (a wrong result, an out-of-bounds access, a crash), or None."""
     with _runner(backend) as runner:
         try:
-            runner.run_once(Example("reference", variant.name, case), variant)
+            runner.run_once(checks.REFERENCE.example(variant.name, case), variant)
         except GemmFailure as e:
             return e
     return None
@@ -119,7 +119,7 @@ def hunt(mutant, backend: backends.Backend | None = None, settings: hypothesis_s
             nonlocal calls, first
             calls += 1
             try:
-                prop.run(Example("reference", mutant.name, case), mutant.variant)
+                prop.run(checks.REFERENCE.example(mutant.name, case), mutant.variant)
             except GemmFailure:
                 if first is None:
                     first = (calls, time.perf_counter() - start)
@@ -196,7 +196,8 @@ def markdown(table: list[dict]) -> str:
 
 def main() -> None:
     backend = backends.activate()
-    print(f"backend: {backend.name} on {backend.device_name}; Hypothesis profile ci (derandomized, 25 examples)\n")
+    print(f"backend: {backend.name} on {backend.device_name}; Hypothesis profile ci (derandomized, "
+          f"{ci_settings().max_examples} examples)\n")
     print(markdown(rows(backend)))
 
 

@@ -18,10 +18,11 @@ from dataclasses import dataclass
 
 from hypothesis import HealthCheck, Phase, given, settings
 
-from gemm_fuzz.properties.checks.example import Example
+from gemm_fuzz.properties import checks
 from gemm_fuzz.properties.judge.failures import GemmFailure
 from gemm_fuzz.properties.launch import backends
 from gemm_fuzz.properties.model import strategies
+from gemm_fuzz.properties.run.hypothesis_profiles import CI_EXAMPLES
 from gemm_fuzz.properties.run.runner import Runner, RunSettings
 from gemm_fuzz.reference.formats import by_name
 
@@ -54,7 +55,7 @@ def measure(mutant, dtype: str, draws: int, backend: backends.Backend | None = N
 
     def fails(runner, variant, case) -> bool:
         try:
-            runner.run_once(Example("reference", variant.name, case), variant)
+            runner.run_once(checks.REFERENCE.example(variant.name, case), variant)
         except GemmFailure as e:
             return e.kernel_fault
         return False
@@ -75,9 +76,10 @@ def measure(mutant, dtype: str, draws: int, backend: backends.Backend | None = N
 
 
 def table(powers: list[Power], bugs: dict[str, str]) -> str:
-    lines = ["| mutant | bug | dtype | caught in | per draw | 25 examples miss it |", "|---|---|---|---|---|---|"]
+    lines = [f"| mutant | bug | dtype | caught in | per draw | {CI_EXAMPLES} examples miss it |",
+             "|---|---|---|---|---|---|"]
     for p in powers:
-        miss = (1 - p.rate) ** 25
+        miss = (1 - p.rate) ** CI_EXAMPLES
         lines.append(f"| `{p.mutant}` | {bugs[p.mutant]} | {p.dtype} | {p.caught} of {p.draws} | {p.rate:.0%} | "
                      f"{miss:.1e} |" + (f" **the correct parent failed {p.parent_failures} times** |"
                                          if p.parent_failures else ""))

@@ -48,13 +48,14 @@ _leave_out_the_suites_constants()
 # `gemm` fixture is function-scoped on purpose: it holds one test's shrinking budget.
 _QUIET = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture]
 _PHASES = [Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink]
+CI_EXAMPLES = 25  # examples per test in the ci profile (and triage, which runs the same ones)
 
 settings.register_profile("dev", max_examples=30, deadline=None, suppress_health_check=_QUIET, phases=_PHASES)
-settings.register_profile("ci", max_examples=25, deadline=None, derandomize=True, database=None,
+settings.register_profile("ci", max_examples=CI_EXAMPLES, deadline=None, derandomize=True, database=None,
                           suppress_health_check=_QUIET, phases=_PHASES)
 settings.register_profile("campaign", max_examples=2000, deadline=None, suppress_health_check=_QUIET,
                           phases=_PHASES)
-settings.register_profile("triage", max_examples=25, deadline=None, derandomize=True, database=None,
+settings.register_profile("triage", max_examples=CI_EXAMPLES, deadline=None, derandomize=True, database=None,
                           phases=[Phase.explicit, Phase.reuse, Phase.generate], suppress_health_check=_QUIET)
 PROFILES = ("dev", "ci", "campaign", "triage")
 
