@@ -11,9 +11,9 @@ import pytest
 import torch
 import triton
 import triton.language as tl
+from doubles import failures, fake, first_run, launcher, worst
 
 from gemm_fuzz.kernels import Operation, contract, operands
-from gemm_fuzz.kernels.registry import Variant
 from gemm_fuzz.properties.interpreter import schedule
 from gemm_fuzz.properties.judge import family_relations, oracles, relations
 from gemm_fuzz.properties.judge.failures import GridTooLarge, NotBitExact, ValueOutOfBound
@@ -35,14 +35,13 @@ TORCH_ACTIVATIONS = {
 }
 
 
-def _fake(op: Operation, activation: str | None = "declared", wrong=None, name: str = "fake") -> Variant:
-    """A variant computing `op` with torch in fp32, as a fused epilogue does: the product rounded once to
-    fp32, each epilogue step in fp32, one rounding into C. `activation` overrides the one it applies;
-    `wrong(y, extras, c)` may change the fp32 result before it is stored."""
+def _fp32_epilogue(op: Operation, activation: str | None = "declared", wrong=None):
+    """What a test double of `op` computes with torch in fp32, as a fused epilogue does: the product rounded
+    once to fp32, each epilogue step in fp32 (C's one rounding is the double's). `activation` overrides the
+    one it applies; `wrong(y, extras, c)` may change the fp32 result before it is stored."""
     act = TORCH_ACTIVATIONS[op.activation if activation == "declared" else activation]
 
-    def launch(a, b, c, config=None, **extras):
-        operands.check(variant, a, b, c, extras)
+    def compute(a, b, c, extras):
         names = {v: k for k, v in op.keywords().items()}
         x = {names[k]: v for k, v in extras.items()}
         product = torch.matmul(a.double(), b.double()).float()
@@ -65,13 +64,11 @@ def _fake(op: Operation, activation: str | None = "declared", wrong=None, name: 
                 y = y + x["residual"].float()
         if wrong is not None:
             y = wrong(y, x, c)
-        c.copy_(y.to(c.dtype))
         if op.pre_activation:
             x["pre"].copy_(pre.to(c.dtype))
+        return y
 
-    variant = Variant(name, launch, FLOATS, "ieee", {"cpu": (dict(BM=16, BN=16, BK=16),)}, "a test double",
-                      operation=op)
-    return variant
+    return compute
 
 
 # --- the declaration ---------------------------------------------------------------------------------------
@@ -116,7 +113,8 @@ def test_the_operation_describes_itself_in_the_order_it_declares():
 
 # --- the launch's extras ---------------------------------------------------------------------------------------
 
-ADDMM = _fake(Operation(alpha=True, beta=True, bias="n", activation="relu", pre_activation=True))
+ADDMM_OP = Operation(alpha=True, beta=True, bias="n", activation="relu", pre_activation=True)
+ADDMM = fake(_fp32_epilogue(ADDMM_OP), FLOATS, ADDMM_OP)
 
 
 def _addmm_operands(**changes):
@@ -150,12 +148,14 @@ def test_an_output_aliasing_an_input_is_refused():
 
 
 def test_batched_and_gated_shapes_are_checked():
-    bmm = _fake(Operation(batched=True))
+    batched = Operation(batched=True)
+    bmm = fake(_fp32_epilogue(batched), FLOATS, batched)
     with pytest.raises(ValueError, match=re.escape("B must be 3-D (Bt x K x N), got 2-D with shape (4, 5)")):
         bmm.launch(torch.ones(2, 3, 4), torch.ones(4, 5), torch.ones(2, 3, 5))
     with pytest.raises(ValueError, match=re.escape("C has shape (3, 3, 5); expected (Bt, M, N) = (2, 3, 5)")):
         bmm.launch(torch.ones(2, 3, 4), torch.ones(2, 4, 5), torch.ones(3, 3, 5))
-    swiglu = _fake(Operation(activation="silu", gated="concat"))
+    gated = Operation(activation="silu", gated="concat")
+    swiglu = fake(_fp32_epilogue(gated), FLOATS, gated)
     with pytest.raises(ValueError, match=re.escape("C has shape (3, 5); expected (M, N) = (3, 2)")):
         swiglu.launch(torch.ones(3, 4), torch.ones(4, 4), torch.ones(3, 5))
     with pytest.raises(ValueError, match=re.escape("B has 5 columns; a gated kernel's B holds gate and up halves")):
@@ -183,33 +183,25 @@ def _cases(dtype: str, out: str, batched=False, m=9, n=13, k=21):
 @pytest.mark.parametrize("dtype, out", [("fp16", "fp16"), ("bf16", "fp32"), ("fp32", "fp32")])
 def test_a_right_fp32_epilogue_stays_within_the_bound(activation, dtype, out):
     op = Operation(alpha=True, beta=True, bias="n", activation=activation, residual=True)
-    right = _fake(op)
-    worst = 0.0
-    for case in _cases(dtype, out):
-        observed = runner.check(right, case)
-        worst = max(worst, observed.error_ratio or 0.0)
-    assert worst <= 1.0
+    worst_ratio = worst(fake(_fp32_epilogue(op), FLOATS, op), _cases(dtype, out))
+    assert worst_ratio <= 1.0
     if activation not in (None, "relu") and out == "fp32":
-        assert worst > 1e-3, "the bound is loose beyond use"  # a bound that cannot fail is not a check
+        assert worst_ratio > 1e-3, "the bound is loose beyond use"  # a bound that cannot fail is not a check
 
 
 @pytest.mark.parametrize("dtype", ["fp32", "fp16"])
 def test_gelus_tanh_approximation_is_caught_where_erf_is_declared(dtype):
-    wrong = _fake(Operation(bias="n", activation="gelu"), activation="gelu_tanh")
-    caught = []
-    for case in _cases(dtype, "fp32"):
-        try:
-            runner.check(wrong, case)
-        except ValueOutOfBound as e:
-            caught.append(str(e))
+    erf = Operation(bias="n", activation="gelu")
+    wrong = fake(_fp32_epilogue(erf, activation="gelu_tanh"), FLOATS, erf)
+    caught = failures(wrong, _cases(dtype, "fp32"), ValueOutOfBound)
     assert caught, "the tanh approximation passed every case for erf's gelu"
 
 
 def test_relu_with_integer_values_is_judged_bit_for_bit():
     op = Operation(bias="n", activation="relu")
     case = GemmCase(5, 7, 9, "fp16", "fp16", profile="small_ints", seed=3)
-    assert runner.check(_fake(op), case).exact
-    one_ulp = _fake(op, wrong=lambda y, x, c: torch.where(y > 0, y + 1, y))
+    assert runner.check(fake(_fp32_epilogue(op), FLOATS, op), case).exact
+    one_ulp = fake(_fp32_epilogue(op, wrong=lambda y, x, c: torch.where(y > 0, y + 1, y)), FLOATS, op)
     with pytest.raises(NotBitExact):
         runner.check(one_ulp, case)
 
@@ -219,8 +211,8 @@ def test_beta_zero_keeps_c_in_unread_and_nan_there_must_not_reach_c():
     case = GemmCase(3, 5, 4, "fp16", "fp16", epilogue=Epilogue(beta=0.0))
     ops = materialize(case, "cpu", op)
     assert ops.extras["c_in"].view.isnan().all()
-    assert runner.check(_fake(op), case).exact
-    reads = _fake(op, wrong=lambda y, x, c: y + x["beta"] * x["c_in"].float())  # 0 * NaN
+    assert runner.check(fake(_fp32_epilogue(op), FLOATS, op), case).exact
+    reads = fake(_fp32_epilogue(op, wrong=lambda y, x, c: y + x["beta"] * x["c_in"].float()), FLOATS, op)  # 0 * NaN
     with pytest.raises(NotBitExact, match=r"C\[0, 0\] = nan where the float64 reference is exactly 5"):
         runner.check(reads, case)
 
@@ -238,16 +230,6 @@ def test_the_largest_slope_is_computed_over_the_interval_not_taken_as_a_constant
 # --- the family's metamorphic relations --------------------------------------------------------------------------
 
 
-def _first(variant, case, backend):
-    ops = materialize(case, backend.device, variant.operation)
-    launching.launch(variant, ops, backend)
-    return ops, relations.observed(oracles.against_reference(ops, variant.precision))
-
-
-def _launch(backend):
-    return lambda variant, ops: launching.launch(variant, ops, backend)
-
-
 LINEAR = Operation(alpha=True, beta=True, bias="n", residual=True)
 BATCHED = Operation(batched=True, alpha=True, bias="n", activation="relu")
 
@@ -257,15 +239,15 @@ def test_a_right_kernel_keeps_every_family_relation(backend):
                                        epilogue=Epilogue(alpha=1.5, beta=-1.0))),
                      (BATCHED, GemmCase(3, 4, 5, "fp32", "fp32", profile="normal", seed=2, batch=3,
                                         a=Layout(batch_gap=-2), b=Layout(broadcast="batch")))):
-        right = _fake(op)
-        ops, first = _first(right, case, backend)
-        family_relations.pad_k(right, _launch(backend), ops, first, extra=3)
-        assert family_relations.double(right, _launch(backend), ops, first)
+        right = fake(_fp32_epilogue(op), FLOATS, op)
+        ops, first = first_run(right, case, backend)
+        family_relations.pad_k(right, launcher(backend), ops, first, extra=3)
+        assert family_relations.double(right, launcher(backend), ops, first)
         if op.batched:
-            family_relations.one_problem(right, _launch(backend), ops, first, 1)
-            family_relations.reversed_batch(right, _launch(backend), ops, first)
+            family_relations.one_problem(right, launcher(backend), ops, first, 1)
+            family_relations.reversed_batch(right, launcher(backend), ops, first)
         else:
-            assert family_relations.shift_bias(right, _launch(backend), ops, first, -0.5)
+            assert family_relations.shift_bias(right, launcher(backend), ops, first, -0.5)
 
 
 def test_pad_k_catches_a_kernel_wrong_for_some_k(backend):
@@ -274,23 +256,24 @@ def test_pad_k_catches_a_kernel_wrong_for_some_k(backend):
         return y + 1 if k_of[0] % 4 == 1 else y
 
     k_of = [0]
-    fake = _fake(LINEAR, wrong=remainder)
+    right_but_k = fake(_fp32_epilogue(LINEAR, wrong=remainder), FLOATS, LINEAR)
 
     def launch(a, b, c, config=None, **extras):
         k_of[0] = a.shape[-1]
-        fake.launch(a, b, c, config, **extras)
+        right_but_k.launch(a, b, c, config, **extras)
 
-    k_bug = replace(fake, launch=launch)
-    ops, first = _first(k_bug, GemmCase(2, 3, 8, "fp16", "fp16", profile="small_ints"), backend)
+    k_bug = replace(right_but_k, launch=launch)
+    ops, first = first_run(k_bug, GemmCase(2, 3, 8, "fp16", "fp16", profile="small_ints"), backend)
     with pytest.raises((NotBitExact, ValueOutOfBound), match="the relation 'append 1 zero columns to A and rows to B'"):
-        family_relations.pad_k(k_bug, _launch(backend), ops, first, extra=1)
+        family_relations.pad_k(k_bug, launcher(backend), ops, first, extra=1)
 
 
 def test_one_problem_catches_a_kernel_wrong_for_a_batch_of_one(backend):
-    single = _fake(BATCHED, wrong=lambda y, x, c: y * 2 if c.shape[0] == 1 else y)  # a fast path for Bt = 1
-    ops, first = _first(single, GemmCase(2, 3, 4, "fp16", "fp16", batch=2), backend)
+    single = fake(_fp32_epilogue(BATCHED, wrong=lambda y, x, c: y * 2 if c.shape[0] == 1 else y), FLOATS,
+                  BATCHED)  # a fast path for Bt = 1
+    ops, first = first_run(single, GemmCase(2, 3, 4, "fp16", "fp16", batch=2), backend)
     with pytest.raises((NotBitExact, ValueOutOfBound), match="the relation 'problem 1 launched alone'"):
-        family_relations.one_problem(single, _launch(backend), ops, first, 1)
+        family_relations.one_problem(single, launcher(backend), ops, first, 1)
 
 
 def test_reversed_batch_catches_a_kernel_that_mixes_problems(backend):
@@ -301,7 +284,7 @@ def test_reversed_batch_catches_a_kernel_that_mixes_problems(backend):
             y[-1] += y[0]
         return y
 
-    wrong = _fake(BATCHED, wrong=mixes)
+    wrong = fake(_fp32_epilogue(BATCHED, wrong=mixes), FLOATS, BATCHED)
     case = GemmCase(2, 3, 4, "fp16", "fp16", batch=2, profile="small_ints", seed=1)
     ops = materialize(case, backend.device, BATCHED)
     for p, value in enumerate((1.0, 2.0)):  # problem 0 smaller: the first run is right
@@ -310,7 +293,7 @@ def test_reversed_batch_catches_a_kernel_that_mixes_problems(backend):
     launching.launch(wrong, ops, backend)
     first = relations.observed(oracles.against_reference(ops, wrong.precision))
     with pytest.raises((NotBitExact, ValueOutOfBound), match="the relation 'the problems in reverse order'"):
-        family_relations.reversed_batch(wrong, _launch(backend), ops, first)
+        family_relations.reversed_batch(wrong, launcher(backend), ops, first)
 
 
 def test_shift_bias_catches_a_kernel_that_clamps_the_bias(backend):
@@ -320,29 +303,30 @@ def test_shift_bias_catches_a_kernel_that_clamps_the_bias(backend):
         bias = x["bias"].float()
         return y - bias[None, :] + bias.clamp(min=0)[None, :]
 
-    wrong = _fake(clamps, wrong=clamp)
-    ops, first = _first(wrong, GemmCase(2, 3, 4, "fp16", "fp16", profile="small_ints", seed=0), backend)
+    wrong = fake(_fp32_epilogue(clamps, wrong=clamp), FLOATS, clamps)
+    ops, first = first_run(wrong, GemmCase(2, 3, 4, "fp16", "fp16", profile="small_ints", seed=0), backend)
     assert (ops.extras["bias"].view >= 0).all()
     with pytest.raises(ValueOutOfBound, match="the relation 'add -2 to the bias'"):
-        family_relations.shift_bias(wrong, _launch(backend), ops, first, -2.0)
+        family_relations.shift_bias(wrong, launcher(backend), ops, first, -2.0)
 
 
 def test_doubling_catches_a_kernel_that_clamps_alpha(backend):
     def clamp(y, x, c):  # alpha read as if it were at most 2
         return y / x["alpha"] * min(x["alpha"], 2.0)
 
-    wrong = _fake(LINEAR, wrong=clamp)
+    wrong = fake(_fp32_epilogue(LINEAR, wrong=clamp), FLOATS, LINEAR)
     case = GemmCase(2, 3, 4, "fp16", "fp16", profile="small_ints", seed=0, epilogue=Epilogue(alpha=1.5))
-    ops, first = _first(wrong, case, backend)
+    ops, first = first_run(wrong, case, backend)
     with pytest.raises((NotBitExact, ValueOutOfBound), match="the relation 'double alpha, beta, the bias"):
-        family_relations.double(wrong, _launch(backend), ops, first)
+        family_relations.double(wrong, launcher(backend), ops, first)
 
 
 def test_the_relations_decline_where_they_do_not_hold(backend):
-    gelu = _fake(Operation(alpha=True, bias="n", activation="gelu"))
-    ops, first = _first(gelu, GemmCase(2, 3, 4, "fp32", "fp32", profile="normal"), backend)
-    assert not family_relations.shift_bias(gelu, _launch(backend), ops, first, 1.0)  # gelu(y + d) != gelu(y) + d
-    assert not family_relations.double(gelu, _launch(backend), ops, first)  # gelu(2y) != 2 gelu(y)
+    gelu_op = Operation(alpha=True, bias="n", activation="gelu")
+    gelu = fake(_fp32_epilogue(gelu_op), FLOATS, gelu_op)
+    ops, first = first_run(gelu, GemmCase(2, 3, 4, "fp32", "fp32", profile="normal"), backend)
+    assert not family_relations.shift_bias(gelu, launcher(backend), ops, first, 1.0)  # gelu(y + d) != gelu(y) + d
+    assert not family_relations.double(gelu, launcher(backend), ops, first)  # gelu(2y) != 2 gelu(y)
 
 
 # --- the grid CUDA refuses ------------------------------------------------------------------------------------

@@ -9,14 +9,12 @@ import re
 import numpy as np
 import pytest
 import torch
+from doubles import failures, fake, first_run, launcher, worst
 
 from gemm_fuzz.kernels import Operation, operands
-from gemm_fuzz.kernels.registry import Variant
-from gemm_fuzz.properties.judge import family_relations, oracles, relations
+from gemm_fuzz.properties.judge import family_relations
 from gemm_fuzz.properties.judge.failures import NotBitExact, ValueOutOfBound
-from gemm_fuzz.properties.launch import launching
 from gemm_fuzz.properties.model.cases import UNUSED_NIBBLE, Epilogue, GemmCase, materialize, packed, raw
-from gemm_fuzz.properties.run import runner
 from gemm_fuzz.reference import scaled
 
 MX = Operation(a_scale="group", b_scale="group", group_k=32, scale_dtype="e8m0", weight="e2m1")
@@ -78,13 +76,12 @@ def test_microscaled_operands_are_stored_as_kernels_take_them():
     assert nv.extras["a_scale"].view.dtype == torch.float8_e4m3fn and tuple(nv.extras["a_scale"].view.shape) == (2, 2)
 
 
-def _fake(op: Operation, dtypes, mistake: str | None = None, name: str = "fake") -> Variant:
-    """A kernel computed in float64 from the reference's own decoders, rounded once into C; `mistake`:
-    "byte0" decodes E8M0 byte 0 as 0, "rounded" rounds scale-after-dot weights into A's dtype before the
-    dot, "sub" computes a float zero point's weights as (q - z) * s."""
+def _decoded(op: Operation, mistake: str | None = None):
+    """What a test double of `op` computes: float64 from the reference's own decoders (C's one rounding is the
+    double's); `mistake`: "byte0" decodes E8M0 byte 0 as 0, "rounded" rounds scale-after-dot weights into A's
+    dtype before the dot, "sub" computes a float zero point's weights as (q - z) * s."""
 
-    def launch(a, b, c, config=None, **extras):
-        operands.check(variant, a, b, c, extras)
+    def compute(a, b, c, extras):
         if mistake == "clamp":  # E8M0 exponents saturated at 2**3, as a kernel with a small exponent table
             extras = {k: v.clamp(max=130) if k.endswith("scale") else v for k, v in extras.items()}
         a2, b2, _ = scaled.dequantized(op, a, b, extras)
@@ -100,12 +97,9 @@ def _fake(op: Operation, dtypes, mistake: str | None = None, name: str = "fake")
         if op.weight_only and mistake != "rounded" and not op.scale_after_dot:
             b2 = torch.from_numpy(b2).to(a.dtype).double().numpy()  # dequantized into A's dtype, as declared
         with np.errstate(invalid="ignore", over="ignore"):
-            y = a2 @ b2 * extras.get("alpha", 1.0)
-        c.copy_(torch.from_numpy(y).to(c.dtype))
+            return a2 @ b2 * extras.get("alpha", 1.0)
 
-    variant = Variant(name, launch, dtypes, "ieee", {"cpu": (dict(BM=16, BN=16, BK=32),)}, "a test double",
-                      operation=op)
-    return variant
+    return compute
 
 
 def _cases(dtype, outs, profiles=("normal", "ones", "small_ints"), shapes=((1, 1, 2), (3, 9, 34), (5, 16, 66))):
@@ -114,34 +108,29 @@ def _cases(dtype, outs, profiles=("normal", "ones", "small_ints"), shapes=((1, 1
             for s in ("pow2", "normal", "specials")]
 
 
-def _worst_and_caught(right: Variant, wrong: Variant, cases) -> tuple[float, int]:
-    worst = max(runner.check(right, case).error_ratio or 0.0 for case in cases)
-    caught = 0
-    for case in cases:
-        try:
-            runner.check(wrong, case)
-        except (ValueOutOfBound, NotBitExact):
-            caught += 1
-    return worst, caught
+def _worst_and_caught(op: Operation, dtypes, mistake: str, cases) -> tuple[float, int]:
+    """The right double's worst error / bound over `cases`, and how many of them catch the one with `mistake`."""
+    return (worst(fake(_decoded(op), dtypes, op, bk=32), cases),
+            len(failures(fake(_decoded(op, mistake), dtypes, op, bk=32), cases)))
 
 
 def test_a_right_mx_product_passes_and_one_decoding_byte_0_as_0_does_not():
     dtypes = {torch.float8_e4m3fn: (torch.bfloat16, torch.float32)}
     cases = _cases("fp8e4m3", ("bf16", "fp32"))
-    assert max(runner.check(_fake(MX, dtypes), case).error_ratio or 0.0 for case in cases) <= 1.0
+    assert worst(fake(_decoded(MX), dtypes, MX, bk=32), cases) <= 1.0
     # byte 0 shows where it meets a large scale in the same group (the special scales put one there) and a
     # code of at least 2 (smaller, the dequantized value is below bf16's normals, which a correct kernel may flush)
     specials = [GemmCase(m, n, k, "fp8e4m3", "fp32", profile=p, seed=seed, epilogue=Epilogue(scales="specials"))
                 for m, n, k in ((1, 3, 1), (2, 4, 40)) for p in ("small_ints", "wide_ints") for seed in range(6)]
-    worst, caught = _worst_and_caught(_fake(MX, dtypes), _fake(MX, dtypes, "byte0"), specials)
-    assert worst <= 1.0 and caught >= 3
+    worst_ratio, caught = _worst_and_caught(MX, dtypes, "byte0", specials)
+    assert worst_ratio <= 1.0 and caught >= 3
 
 
 def test_a_right_nvfp4_product_with_its_global_scale_passes():
     op = Operation(a_scale="group", b_scale="group", group_k=16, scale_dtype="e4m3", weight="e2m1", alpha=True)
     dtypes = {torch.uint8: (torch.bfloat16, torch.float32)}
     cases = _cases("fp4e2m1", ("bf16", "fp32"))
-    assert max(runner.check(_fake(op, dtypes), case).error_ratio or 0.0 for case in cases) <= 1.0
+    assert worst(fake(_decoded(op), dtypes, op, bk=32), cases) <= 1.0
 
 
 def test_scale_after_the_dot_is_bounded_without_rounding_the_weights():
@@ -149,8 +138,8 @@ def test_scale_after_the_dot_is_bounded_without_rounding_the_weights():
     rounding out, and a kernel that rounds them fails it."""
     op = Operation(weight="int8", b_scale="col", scale_after_dot=True)
     cases = _cases("fp16", ("fp32",), profiles=("normal", "small_ints"))
-    worst, caught = _worst_and_caught(_fake(op, HALF), _fake(op, HALF, "rounded"), cases)
-    assert worst <= 1.0 and caught >= len(cases) // 3
+    worst_ratio, caught = _worst_and_caught(op, HALF, "rounded", cases)
+    assert worst_ratio <= 1.0 and caught >= len(cases) // 3
 
 
 @pytest.mark.parametrize("packing, order", [("k8", tuple(range(8))), ("n8", AWQ_ORDER)])
@@ -161,14 +150,14 @@ def test_int4_words_of_eight_are_drawn_decoded_and_checked_as_declared(packing, 
     ops = materialize(case, operation=op)
     assert ops.b.view.dtype == torch.int32 and tuple(ops.b.view.shape) == op.b_shape(21, 13)
     assert ops.extras["b_scale"].view.dtype == torch.float16
-    assert max(runner.check(_fake(op, HALF), c).error_ratio or 0.0 for c in _cases("fp16", ("fp16", "fp32"))) <= 1.0
+    assert worst(fake(_decoded(op), HALF, op, bk=32), _cases("fp16", ("fp16", "fp32"))) <= 1.0
 
 
 def test_float_zero_points_are_added_after_the_scale():
     op = Operation(weight="int4", b_scale="group", group_k=8, zero="float", scale_dtype="fp16")
     cases = _cases("fp16", ("fp32",), profiles=("normal", "small_ints"))
-    worst, caught = _worst_and_caught(_fake(op, HALF), _fake(op, HALF, "sub"), cases)
-    assert worst <= 1.0 and caught >= len(cases) // 2
+    worst_ratio, caught = _worst_and_caught(op, HALF, "sub", cases)
+    assert worst_ratio <= 1.0 and caught >= len(cases) // 2
 
 
 def test_integer_zero_points_one_each_are_subtracted():
@@ -177,14 +166,14 @@ def test_integer_zero_points_one_each_are_subtracted():
     zeros = ops.extras["b_zero"].view
     assert zeros.dtype == torch.int32 and tuple(zeros.shape) == (3, 5) and 0 <= zeros.min() <= zeros.max() <= 15
     cases = _cases("bf16", ("fp32",), profiles=("normal", "small_ints"))
-    worst, caught = _worst_and_caught(_fake(op, HALF), _fake(op, HALF, "nozero"), cases)
-    assert worst <= 1.0 and caught >= len(cases) // 2
+    worst_ratio, caught = _worst_and_caught(op, HALF, "nozero", cases)
+    assert worst_ratio <= 1.0 and caught >= len(cases) // 2
 
 
 def test_a_launch_of_packed_codes_names_what_is_wrong():
     awq = Operation(weight="int4", packing="n8", pack_order=AWQ_ORDER, b_scale="group", group_k=8, zero="packed",
                     scale_dtype="fp16")
-    variant = _fake(awq, HALF, name="awq")
+    variant = fake(_decoded(awq), HALF, awq, name="awq", bk=32)
     a = torch.zeros(2, 16, dtype=torch.float16)
     c = torch.full((2, 12), float("nan"), dtype=torch.float16)
     good = dict(b_scale=torch.ones(2, 12, dtype=torch.float16), b_zero=torch.zeros(2, 2, dtype=torch.int32))
@@ -195,7 +184,7 @@ def test_a_launch_of_packed_codes_names_what_is_wrong():
         variant.launch(a, torch.zeros(16, 2, dtype=torch.int32), c, **{**good, "b_scale": torch.ones(2, 12)})
     with pytest.raises(ValueError, match=re.escape("N is known only to a multiple of 8: pass C")):
         operands.allocate_output(variant, a, torch.zeros(16, 2, dtype=torch.int32))
-    mx = _fake(MX, {torch.float8_e4m3fn: (torch.float32,)}, name="mx")
+    mx = fake(_decoded(MX), {torch.float8_e4m3fn: (torch.float32,)}, MX, name="mx", bk=32)
     a8 = torch.zeros(2, 33).to(torch.float8_e4m3fn)
     c32 = torch.full((2, 3), float("nan"))
     with pytest.raises(TypeError, match=re.escape("a_scale has dtype float32; variant 'mx' takes uint8 scales (E8M0 "
@@ -203,16 +192,6 @@ def test_a_launch_of_packed_codes_names_what_is_wrong():
         mx.launch(a8, torch.zeros(17, 3, dtype=torch.uint8), c32, a_scale=torch.ones(2, 2),
                   b_scale=torch.ones(2, 3, dtype=torch.uint8))
     assert torch.isnan(c).all() and torch.isnan(c32).all()
-
-
-def _first(variant, case, backend):
-    ops = materialize(case, backend.device, variant.operation)
-    launching.launch(variant, ops, backend)
-    return ops, relations.observed(oracles.against_reference(ops, variant.precision))
-
-
-def _launch(backend):
-    return lambda variant, ops: launching.launch(variant, ops, backend)
 
 
 @pytest.mark.parametrize("op, dtypes, dtype", [
@@ -223,17 +202,17 @@ def _launch(backend):
      {torch.uint8: (torch.float32,)}, "fp4e2m1"),
 ], ids=["mx", "awq", "nvfp4"])
 def test_a_right_scaled_kernel_keeps_the_doubled_scales_relation(op, dtypes, dtype, backend):
-    right = _fake(op, dtypes)
+    right = fake(_decoded(op), dtypes, op, bk=32)
     case = GemmCase(3, 11, 34, dtype, "fp32", profile="normal", seed=3, epilogue=Epilogue(scales="normal"))
-    ops, first = _first(right, case, backend)
-    assert family_relations.double_scale(right, _launch(backend), ops, first)
+    ops, first = first_run(right, case, backend)
+    assert family_relations.double_scale(right, launcher(backend), ops, first)
 
 
 def test_doubled_scales_catch_a_kernel_that_saturates_its_scales(backend):
     """Right on scales up to 8 (seed 8's draw: the first run passes), wrong past them: doubling shows it."""
     dtypes = {torch.float8_e4m3fn: (torch.float32,)}
-    clamps = _fake(MX, dtypes, "clamp")
+    clamps = fake(_decoded(MX, "clamp"), dtypes, MX, bk=32)
     case = GemmCase(2, 3, 40, "fp8e4m3", "fp32", profile="small_ints", seed=8, epilogue=Epilogue(scales="pow2"))
-    ops, first = _first(clamps, case, backend)  # the first run passes its reference check
+    ops, first = first_run(clamps, case, backend)  # the first run passes its reference check
     with pytest.raises((NotBitExact, ValueOutOfBound), match="the relation 'double A's scales'"):
-        family_relations.double_scale(clamps, _launch(backend), ops, first)
+        family_relations.double_scale(clamps, launcher(backend), ops, first)

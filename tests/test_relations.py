@@ -4,99 +4,86 @@ where a single run passes every other oracle."""
 import itertools
 
 import pytest
+from doubles import fake, first_run, launcher
 
-from gemm_fuzz.kernels import operands
 from gemm_fuzz.kernels.dtypes import ALL_DTYPES
-from gemm_fuzz.kernels.registry import Requirements, Variant
+from gemm_fuzz.kernels.registry import Requirements
 from gemm_fuzz.properties.judge import oracles, relations
 from gemm_fuzz.properties.judge.failures import NotBitExact, ValueOutOfBound
 from gemm_fuzz.properties.launch import launching
 from gemm_fuzz.properties.model.cases import COL, GemmCase, Layout, materialize
 
 
-def _fake(name: str, compute, deterministic: bool = True, requirements: Requirements | None = None) -> Variant:
-    """A variant computed by torch: `compute(a, b) -> float64 C`, rounded once into c."""
-    def launch(a, b, c, config=None):
-        operands.check(variant, a, b, c)
-        c.copy_(compute(a.double(), b.double()).to(c.dtype))
-
-    variant = Variant(name, launch, ALL_DTYPES, "ieee", {"cpu": (dict(BM=16, BN=16, BK=16),)}, "a test double",
-                      requirements=requirements or Requirements(), deterministic=deterministic)
-    return variant
+def _product(compute):
+    """What a test double computes in torch: `compute(a, b) -> float64 C`, from A and B in float64."""
+    return lambda a, b, c, extras: compute(a.double(), b.double())
 
 
-RIGHT = _fake("right", lambda a, b: a @ b)
+RIGHT = fake(_product(lambda a, b: a @ b), ALL_DTYPES, name="right")
 # needs 16-byte aligned leading strides (as TMA does): the relations re-pad what they launch
-ALIGNED = _fake("right_aligned", lambda a, b: a @ b, requirements=Requirements(stride_alignment=16))
-
-
-def _first(variant, case, backend):
-    ops = materialize(case, backend.device)
-    launching.launch(variant, ops, backend)
-    return ops, relations.observed(oracles.against_reference(ops, variant.precision))
-
-
-def _launch(backend):
-    return lambda variant, ops: launching.launch(variant, ops, backend)
+ALIGNED = fake(_product(lambda a, b: a @ b), ALL_DTYPES, name="right_aligned",
+               requirements=Requirements(stride_alignment=16))
 
 
 def test_a_right_kernel_keeps_every_relation(backend):
     for case in (GemmCase(5, 7, 9, "fp16", "fp16", profile="small_ints", seed=1),
                  GemmCase(5, 7, 9, "fp32", "fp32", a=COL, profile="normal", seed=2)):
-        ops, first = _first(RIGHT, case, backend)
-        relations.transpose(RIGHT, _launch(backend), ops, first)
-        assert relations.scale(RIGHT, _launch(backend), ops, first, k=-1)
-        relations.zero_padding(RIGHT, _launch(backend), ops, first, extra=3)
-        relations.split_k(RIGHT, _launch(backend), ops, first, k1=4)
+        ops, first = first_run(RIGHT, case, backend)
+        relations.transpose(RIGHT, launcher(backend), ops, first)
+        assert relations.scale(RIGHT, launcher(backend), ops, first, k=-1)
+        relations.zero_padding(RIGHT, launcher(backend), ops, first, extra=3)
+        relations.split_k(RIGHT, launcher(backend), ops, first, k1=4)
 
 
 def test_transpose_catches_a_kernel_wrong_only_for_column_major_a(backend):
     # right for a row-major A; the transposed problem's A (= B^T) is column-major
-    wrong = _fake("col_major_bug", lambda a, b: a @ b + (0 if a.stride(1) == 1 or a.shape[1] == 1 else 1))
-    ops, first = _first(wrong, GemmCase(3, 4, 5, "fp16", "fp16", seed=0), backend)
+    wrong = fake(_product(lambda a, b: a @ b + (0 if a.stride(1) == 1 or a.shape[1] == 1 else 1)), ALL_DTYPES,
+                 name="col_major_bug")
+    ops, first = first_run(wrong, GemmCase(3, 4, 5, "fp16", "fp16", seed=0), backend)
     with pytest.raises(NotBitExact, match=r"C\[0, 0\] = 6 where the relation 'transpose' is exactly 5"):
-        relations.transpose(wrong, _launch(backend), ops, first)
+        relations.transpose(wrong, launcher(backend), ops, first)
 
 
 def test_scale_catches_a_kernel_that_is_not_deterministic(backend):
     # within the bound on every run, but a different last bit each time: not bit-reproducible
     calls = itertools.count()
-    noisy = _fake("noisy", lambda a, b: (a @ b) * (1 + 2**-30 * (next(calls) % 2)))
-    ops, first = _first(noisy, GemmCase(4, 4, 8, "fp32", "fp32", profile="normal", seed=3), backend)
+    noisy = fake(_product(lambda a, b: (a @ b) * (1 + 2**-30 * (next(calls) % 2))), ALL_DTYPES, name="noisy")
+    ops, first = first_run(noisy, GemmCase(4, 4, 8, "fp32", "fp32", profile="normal", seed=3), backend)
     with pytest.raises(NotBitExact, match=r"where the relation 'scale A by 2\*\*1' is exactly"):
-        relations.scale(noisy, _launch(backend), ops, first, k=1)
+        relations.scale(noisy, launcher(backend), ops, first, k=1)
 
 
 def test_zero_padding_and_split_k_catch_a_kernel_wrong_for_some_k(backend):
     # right unless K % 4 == 1 (a remainder path with a bug)
-    wrong = _fake("k_remainder_bug", lambda a, b: a @ b + (1 if a.shape[1] % 4 == 1 else 0))
-    ops, first = _first(wrong, GemmCase(2, 3, 8, "fp16", "fp16", seed=0), backend)
+    wrong = fake(_product(lambda a, b: a @ b + (1 if a.shape[1] % 4 == 1 else 0)), ALL_DTYPES,
+                 name="k_remainder_bug")
+    ops, first = first_run(wrong, GemmCase(2, 3, 8, "fp16", "fp16", seed=0), backend)
     with pytest.raises((NotBitExact, ValueOutOfBound), match="the relation 'append 1 zero columns to A and rows to B'"):
-        relations.zero_padding(wrong, _launch(backend), ops, first, extra=1)
+        relations.zero_padding(wrong, launcher(backend), ops, first, extra=1)
     with pytest.raises((NotBitExact, ValueOutOfBound), match="the relation 'split K at 1'"):
-        relations.split_k(wrong, _launch(backend), ops, first, k1=1)
+        relations.split_k(wrong, launcher(backend), ops, first, k1=1)
 
 
 def test_scale_does_not_apply_where_it_would_overflow(backend):
     case = GemmCase(2, 2, 4, "fp16", "fp16", profile="near_overflow", seed=0)
-    ops, first = _first(RIGHT, case, backend)
-    assert not relations.scale(RIGHT, _launch(backend), ops, first, k=3)
-    integers = _first(RIGHT, GemmCase(2, 2, 4, "int8", "int32"), backend)
-    assert not relations.scale(RIGHT, _launch(backend), *integers, k=1)
+    ops, first = first_run(RIGHT, case, backend)
+    assert not relations.scale(RIGHT, launcher(backend), ops, first, k=3)
+    integers = first_run(RIGHT, GemmCase(2, 2, 4, "int8", "int32"), backend)
+    assert not relations.scale(RIGHT, launcher(backend), *integers, k=1)
 
 
 def test_scale_does_not_apply_where_products_or_b_leave_the_normal_range(backend):
     """Scaling A by 2**-1 with subnormal-range B (or products near the accumulator's smallest normal)
     would make a correct kernel round differently by one ulp: the relation must decline."""
-    ops, first = _first(RIGHT, GemmCase(2, 2, 4, "fp16", "fp16", profile="subnormal", seed=0), backend)
-    assert not relations.scale(RIGHT, _launch(backend), ops, first, k=-1)
+    ops, first = first_run(RIGHT, GemmCase(2, 2, 4, "fp16", "fp16", profile="subnormal", seed=0), backend)
+    assert not relations.scale(RIGHT, launcher(backend), ops, first, k=-1)
     ops = materialize(GemmCase(2, 2, 4, "fp16", "fp16"), backend.device)  # A all ones: only B is near the edge
     ops.b.view.fill_(1.5 * 2.0**-12)  # 6x fp16's smallest normal; halved, 3x: within the 4x margin
     ops.b.snapshot()  # the new values are the inputs
     launching.launch(RIGHT, ops, backend)
     first = relations.observed(oracles.against_reference(ops, RIGHT.precision))
-    assert not relations.scale(RIGHT, _launch(backend), ops, first, k=-1)
-    assert relations.scale(RIGHT, _launch(backend), ops, first, k=1)  # doubling keeps everything normal
+    assert not relations.scale(RIGHT, launcher(backend), ops, first, k=-1)
+    assert relations.scale(RIGHT, launcher(backend), ops, first, k=1)  # doubling keeps everything normal
 
 
 def test_flipped_layouts_describe_the_transpose():
@@ -125,7 +112,7 @@ def test_the_problems_compiled_ahead_are_the_ones_the_relations_launch(variant, 
                               for t in (ops.a.view, ops.b.view, ops.c.view)))
         launching.launch(variant, ops, backend)
 
-    ops, first = _first(variant, case, backend)
+    ops, first = first_run(variant, case, backend)
     params = {"transpose": True, "pad": 16, "split": 16}
     relations.transpose(variant, record, ops, first)
     relations.zero_padding(variant, record, ops, first, extra=params["pad"])

@@ -8,8 +8,9 @@ import re
 import numpy as np
 import pytest
 import torch
+from doubles import failures, fake, worst
 
-from gemm_fuzz.kernels import Operation, contract, operands
+from gemm_fuzz.kernels import Operation, contract
 from gemm_fuzz.kernels.registry import Variant
 from gemm_fuzz.properties.judge.failures import NotBitExact, ValueOutOfBound
 from gemm_fuzz.properties.model.cases import Epilogue, GemmCase, Layout, materialize
@@ -36,23 +37,19 @@ def _loop_scales(op: Operation, a_scale, b_scale, M, N, K):
     return sa, sb
 
 
-def _fake(op: Operation, dtypes=FP8, wrong=None, name: str = "fake") -> Variant:
-    """A variant computing the scaled product with torch: partial dots of codes per K group in float64,
-    each scaled, summed, one rounding into C. `wrong(sa, sb)` may change the per-element scales used."""
+def _scaled_product(op: Operation, wrong=None):
+    """What a test double of `op` computes with torch: partial dots of codes per K group in float64, each scaled,
+    summed (C's one rounding is the double's). `wrong(sa, sb)` may change the per-element scales used."""
 
-    def launch(a, b, c, config=None, **scales):
-        operands.check(variant, a, b, c, scales)
+    def compute(a, b, c, scales):
         M, K = a.shape
         N = b.shape[1]
         sa, sb = _loop_scales(op, scales["a_scale"].double().numpy(), scales["b_scale"].double().numpy(), M, N, K)
         if wrong is not None:
             sa, sb = wrong(sa, sb)
-        y = (torch.from_numpy(a.double().numpy() * sa) @ torch.from_numpy(b.double().numpy() * sb))
-        c.copy_(y.to(c.dtype))
+        return torch.from_numpy(a.double().numpy() * sa) @ torch.from_numpy(b.double().numpy() * sb)
 
-    variant = Variant(name, launch, dtypes, "ieee", {"cpu": (dict(BM=16, BN=16, BK=16),)}, "a test double",
-                      operation=op)
-    return variant
+    return compute
 
 
 def _cases(dtype="fp8e4m3", out="fp32", profiles=("normal", "uniform", "small_ints")):
@@ -106,7 +103,7 @@ def test_scale_shapes_follow_their_granularity():
     (lambda x: {"a_scale": x["a_scale"]}, TypeError, "missing extra(s) b_scale"),
 ])
 def test_a_launch_with_wrong_scales_names_the_scale(change, error, message):
-    variant = _fake(BLOCK)
+    variant = fake(_scaled_product(BLOCK), FP8, BLOCK)
     a, b = torch.zeros(5, 17).to(torch.float8_e4m3fn), torch.zeros(17, 6).to(torch.float8_e4m3fn)
     c = torch.full((5, 6), float("nan"))
     scales = {"a_scale": torch.ones(5, 3), "b_scale": torch.ones(3, 2)}
@@ -119,7 +116,8 @@ def test_a_kernel_that_needs_whole_groups_says_so():
     op = Operation(a_scale="group", b_scale="group", group_k=8, k_multiple_of_group=True)
     a, b = torch.zeros(2, 12).to(torch.float8_e4m3fn), torch.zeros(12, 3).to(torch.float8_e4m3fn)
     with pytest.raises(ValueError, match=re.escape("K = 12 is not a multiple of group_k = 8")):
-        _fake(op).launch(a, b, torch.zeros(2, 3), a_scale=torch.ones(2, 2), b_scale=torch.ones(2, 3))
+        fake(_scaled_product(op), FP8, op).launch(a, b, torch.zeros(2, 3), a_scale=torch.ones(2, 2),
+                                                  b_scale=torch.ones(2, 3))
 
 
 # --- the reference and its bound --------------------------------------------------------------------------
@@ -139,8 +137,7 @@ def test_the_dequantized_reference_is_each_elements_code_times_its_own_scale(op)
 @pytest.mark.parametrize("op", [BLOCK, Operation(a_scale="row", b_scale="col")])
 @pytest.mark.parametrize("out", ["fp32", "bf16"])
 def test_a_right_scaled_product_stays_within_the_bound(op, out):
-    worst = max(runner.check(_fake(op), case).error_ratio or 0.0 for case in _cases(out=out))
-    assert worst <= 1.0
+    assert worst(fake(_scaled_product(op), FP8, op), _cases(out=out)) <= 1.0
 
 
 @pytest.mark.parametrize("name, wrong", [
@@ -150,21 +147,16 @@ def test_a_right_scaled_product_stays_within_the_bound(op, out):
     ("b scale forgotten", lambda sa, sb: (sa, np.ones_like(sb))),
 ])
 def test_a_kernel_using_the_wrong_scales_is_caught(name, wrong):
-    caught = []
-    for case in _cases():
-        try:
-            runner.check(_fake(BLOCK, wrong=wrong), case)
-        except (ValueOutOfBound, NotBitExact) as e:
-            caught.append(e)
+    caught = failures(fake(_scaled_product(BLOCK, wrong=wrong), FP8, BLOCK), _cases())
     assert caught and any(isinstance(e, ValueOutOfBound) for e in caught), f"{name}: {caught}"
 
 
 def test_power_of_two_scales_of_integer_codes_are_judged_bit_for_bit():
     op = Operation(a_scale="row", b_scale="col")
     case = GemmCase(5, 7, 9, "int8", "fp32", profile="small_ints", seed=3, epilogue=Epilogue(scales="pow2"))
-    assert runner.check(_fake(op, INT8), case).exact
+    assert runner.check(fake(_scaled_product(op), INT8, op), case).exact
     with pytest.raises(NotBitExact):
-        runner.check(_fake(op, INT8, wrong=lambda sa, sb: (sa * (1 + 2.0**-20), sb)), case)
+        runner.check(fake(_scaled_product(op, wrong=lambda sa, sb: (sa * (1 + 2.0**-20), sb)), INT8, op), case)
 
 
 def test_an_infinite_scale_leaves_only_its_elements_unjudged():
@@ -202,22 +194,19 @@ def test_a_wrong_weight_only_operation_fails_where_it_is_declared(declared, mess
         Operation(**declared)
 
 
-def _w4_fake(wrong_zero=None) -> Variant:
-    """w = (q - z) * s rounded to A's dtype, then A @ W in float64 rounded once into C; `wrong_zero`
-    replaces every zero point."""
+def _w4(wrong_zero=None):
+    """What a test double of W4 computes: w = (q - z) * s rounded to A's dtype, then A @ W in float64 (C's one
+    rounding is the double's); `wrong_zero` replaces every zero point."""
 
-    def launch(a, b, c, config=None, **extras):
-        operands.check(variant, a, b, c, extras)
+    def compute(a, b, c, extras):
         K = a.shape[1]
         codes = scaled.unpacked(W4, b, K, b.shape[1])
         zeros = scaled.zero_points(W4, extras["b_zero"], codes.shape) if wrong_zero is None else wrong_zero
         s = scaled.expanded(W4, "b", extras["b_scale"].double().numpy(), codes.shape)
         w = torch.from_numpy((codes - zeros) * s).to(a.dtype).double()
-        c.copy_((a.double() @ w).to(c.dtype))
+        return a.double() @ w
 
-    variant = Variant("w4_fake", launch, HALF, "ieee", {"cpu": (dict(BM=16, BN=16, BK=16),)}, "a test double",
-                      operation=W4)
-    return variant
+    return compute
 
 
 def test_int4_codes_and_zero_points_unpack_as_declared():
@@ -233,7 +222,7 @@ def test_int4_codes_and_zero_points_unpack_as_declared():
 
 
 def test_a_weight_only_launch_names_what_is_wrong():
-    variant = _w4_fake()
+    variant = fake(_w4(), HALF, W4, name="w4_fake")
     a, c = torch.zeros(2, 9, dtype=torch.float16), torch.full((2, 3), float("nan"), dtype=torch.float16)
     good = dict(b_scale=torch.ones(2, 3), b_zero=torch.zeros(2, 1, dtype=torch.int32))
     with pytest.raises(TypeError, match=re.escape("B has dtype float16; variant 'w4_fake' takes int4 codes stored as "
@@ -251,14 +240,8 @@ def test_a_right_w4a16_product_passes_and_one_ignoring_its_zero_points_does_not(
     cases = [GemmCase(m, n, k, "fp16", out, profile=p, seed=k, epilogue=Epilogue(scales=s))
              for m, n, k in [(1, 1, 1), (3, 9, 17), (5, 16, 33)] for out in ("fp16", "fp32")
              for p in ("ones", "normal", "small_ints") for s in ("pow2", "normal", "specials")]
-    assert max(runner.check(_w4_fake(), case).error_ratio or 0.0 for case in cases) <= 1.0
-    caught = 0
-    for case in cases:
-        try:
-            runner.check(_w4_fake(wrong_zero=0.0), case)
-        except (ValueOutOfBound, NotBitExact):
-            caught += 1
-    assert caught >= len(cases) // 2
+    assert worst(fake(_w4(), HALF, W4, name="w4_fake"), cases) <= 1.0
+    assert len(failures(fake(_w4(wrong_zero=0.0), HALF, W4, name="w4_fake"), cases)) >= len(cases) // 2
 
 
 def test_int8_weights_are_signed_codes_with_no_zero_point():
@@ -280,9 +263,9 @@ def test_a_kernel_needing_whole_groups_is_only_drawn_whole_groups(device_type):
     from gemm_fuzz.properties.model import strategies
 
     op = Operation(a_scale="group", b_scale="group", group_k=48, k_multiple_of_group=True)
-    variant = Variant("whole", _fake(op).launch, FP8, "ieee", {"cpu": (dict(BM=16, BN=16, BK=16),),
-                                                               "cuda": (dict(BM=64, BN=64, BK=32),)},
-                      "a test double", operation=op)
+    variant = Variant("whole", fake(_scaled_product(op), FP8, op).launch, FP8, "ieee",
+                      {"cpu": (dict(BM=16, BN=16, BK=16),), "cuda": (dict(BM=64, BN=64, BK=32),)}, "a test double",
+                      operation=op)
 
     @settings(max_examples=40, deadline=None, database=None)
     @given(st.data())
