@@ -1,9 +1,6 @@
-"""README's example kernel is the file the tests load (tests/readme_kernel.py), and its masked twin is
-right where the example is wrong."""
+"""README's example kernel is the file the tests load (tests/readme_kernel.py)."""
 
 from pathlib import Path
-
-from templates import MASKED
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -15,7 +12,3 @@ def test_readmes_example_is_the_file_the_tests_load():
     source = (Path(__file__).parent / "readme_kernel.py").read_text()
     assert source.split('"""', 2)[2].strip() == example.strip()
 
-
-def test_the_masked_twin_masks_the_loads_along_m_and_n():
-    assert "mask=(rm[:, None] < M) & ((k + rk)[None, :] < K)" in MASKED
-    assert "mask=((k + rk)[:, None] < K) & (rn[None, :] < N)" in MASKED
