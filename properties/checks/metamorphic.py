@@ -15,6 +15,8 @@ its first part one compiled ahead per class.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from hypothesis import strategies as st
 
@@ -46,18 +48,57 @@ def _split(case, interpreted: bool):
 SHIFTS = (1.0, -0.5, 2.0)
 
 
+@dataclass(frozen=True)
+class Relation:
+    """One metamorphic relation: the Example parameter that turns it on and carries its value, whether
+    a value asks for a run on this case, and the run (properties/judge/*relations.py)."""
+
+    param: str
+    run: Callable  # run(variant, launch, ops, first) or, taking a value, run(variant, launch, ops, first, value)
+    takes_value: bool = True
+    wanted: Callable = lambda value, case: bool(value)  # does the example ask for it on this case?
+
+
+# each kind of operation's relations, in the order they run; `kind` says which kind an operation is
+RELATIONS = {
+    "grouped": (Relation("relabel", grouped_relations.relabel, takes_value=False),  # scaled groups: relabelled
+                Relation("pad", grouped_relations.pad_k)),
+    "scaled": (Relation("double_scale", family_relations.double_scale, takes_value=False),),
+    "family": (Relation("pad", family_relations.pad_k),
+               Relation("problem", family_relations.one_problem, wanted=lambda v, case: v is not None),
+               Relation("reverse", family_relations.reversed_batch, takes_value=False,
+                        wanted=lambda v, case: bool(v) and case.batch > 1),
+               Relation("shift", family_relations.shift_bias),
+               Relation("double", family_relations.double, takes_value=False)),
+    "plain": (Relation("transpose", relations.transpose, takes_value=False),
+              Relation("scale", relations.scale), Relation("pad", relations.zero_padding),
+              Relation("split", relations.split_k)),
+}
+
+
+def kind(operation) -> str:
+    """Which relations an operation has: a grouped product's, scaled codes', the family's (an epilogue or
+    a batch) or the plain product's."""
+    if operation.grouped:
+        return "grouped"
+    if operation.scaled:
+        return "scaled"
+    return "plain" if operation.plain else "family"
+
+
 def _example(variant, case, scale: int, pad: int, split: int, problem: int = 0) -> Example:
-    if variant.operation.grouped:  # properties/judge/grouped_relations.py (scaled groups: relabelled only)
-        return Example("metamorphic", variant.name, case,
-                       (("relabel", True), ("pad", 0 if variant.operation.scaled else pad)))
-    if variant.operation.scaled:  # scaled codes: doubling their scales (family_relations.double_scale)
-        return Example("metamorphic", variant.name, case, (("double_scale", True),))
-    if not variant.operation.plain:  # the family's relations (properties/judge/family_relations.py)
-        batched = (("problem", problem % case.problems), ("reverse", True)) if variant.operation.batched else ()
-        params = (("pad", pad), *batched, ("shift", SHIFTS[abs(scale) % len(SHIFTS)]), ("double", True))
-        return Example("metamorphic", variant.name, case, params)
-    params = (("transpose", not variant.requirements.contiguous),  # a transposed operand is not contiguous
-              ("scale", scale), ("pad", pad), ("split", split if case.K >= 2 else 0))
+    """The example of each of the variant's relations, with its drawn parameter (only these names: a
+    relation's parameter is RELATIONS' `param`)."""
+    op = variant.operation
+    params = {
+        "grouped": lambda: (("relabel", True), ("pad", 0 if op.scaled else pad)),
+        "scaled": lambda: (("double_scale", True),),  # doubling the codes' scales
+        "family": lambda: (("pad", pad),
+                           *((("problem", problem % case.problems), ("reverse", True)) if op.batched else ()),
+                           ("shift", SHIFTS[abs(scale) % len(SHIFTS)]), ("double", True)),
+        "plain": lambda: (("transpose", not variant.requirements.contiguous),  # a transposed operand is not
+                          ("scale", scale), ("pad", pad), ("split", split if case.K >= 2 else 0)),  # contiguous
+    }[kind(op)]()
     return Example("metamorphic", variant.name, case, params)
 
 
@@ -113,34 +154,10 @@ class Metamorphic(Check):
             return observed
         first = relations.observed(verdict)
         run = lambda v, o: launch(v, o, backend, case.config)  # noqa: E731
-        if variant.operation.grouped:
-            if p.get("relabel"):
-                grouped_relations.relabel(variant, run, ops, first)
-            if p.get("pad"):
-                grouped_relations.pad_k(variant, run, ops, first, extra=p["pad"])
-            return observed
-        if not variant.operation.plain:
-            if p.get("pad"):
-                family_relations.pad_k(variant, run, ops, first, extra=p["pad"])
-            if "problem" in p:
-                family_relations.one_problem(variant, run, ops, first, p["problem"])
-            if p.get("reverse") and case.batch > 1:
-                family_relations.reversed_batch(variant, run, ops, first)
-            if p.get("shift"):
-                family_relations.shift_bias(variant, run, ops, first, p["shift"])
-            if p.get("double"):
-                family_relations.double(variant, run, ops, first)
-            if p.get("double_scale"):
-                family_relations.double_scale(variant, run, ops, first)
-            return observed
-        if p.get("transpose"):
-            relations.transpose(variant, run, ops, first)
-        if p.get("scale"):
-            relations.scale(variant, run, ops, first, k=p["scale"])
-        if p.get("pad"):
-            relations.zero_padding(variant, run, ops, first, extra=p["pad"])
-        if p.get("split"):
-            relations.split_k(variant, run, ops, first, k1=p["split"])
+        for relation in RELATIONS[kind(variant.operation)]:
+            value = p.get(relation.param)
+            if relation.wanted(value, case):
+                relation.run(variant, run, ops, first, *((value,) if relation.takes_value else ()))
         return observed
 
     def describe(self, example) -> str:
