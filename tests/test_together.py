@@ -9,6 +9,7 @@ import pytest
 import torch
 import triton
 import triton.language as tl
+from tile_order import grouped_tile
 
 from gemm_fuzz.properties.interpreter import fast, races, sanitizer, schedule, together
 from gemm_fuzz.properties.judge.failures import OutOfBoundsAccess
@@ -46,15 +47,7 @@ def grouped_matmul(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
     """Triton's tutorial 03: grouped ordering of the tiles, pointers advanced along K, a leaky-relu epilogue.
     (The tutorial's Python `min` picks per program, so there the programs run one by one: tl.minimum here.)"""
-    pid = tl.program_id(0)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    num_pid_in_group = GROUP_M * num_pid_n
-    group_id = pid // num_pid_in_group
-    first_pid_m = group_id * GROUP_M
-    group_size_m = tl.minimum(num_pid_m - first_pid_m, GROUP_M)
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
+    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M, PYTHON_MIN=False)
     offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
     offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
     offs_k = tl.arange(0, BLOCK_K)
@@ -116,17 +109,10 @@ def softmax_epilogue(x_ptr, y_ptr, stats_ptr, M, N, sxm, sym, BLOCK_M: tl.conste
 
 @triton.jit
 def tutorial_grouping(out_ptr, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
-    """Tutorial 03's tile order verbatim (Python's min on a tensor and a constexpr), and Python's max of two
-    tensors: each program writes the tile it chose and the bound it computed."""
+    """Tutorial 03's tile order as the tutorial writes it (Python's min on a tensor and a constexpr), and Python's
+    max of two tensors: each program writes the tile it chose and the bound it computed."""
     pid = tl.program_id(axis=0)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    num_pid_in_group = GROUP_M * num_pid_n
-    group_id = pid // num_pid_in_group
-    first_pid_m = group_id * GROUP_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
+    pid_m, pid_n = grouped_tile(pid, M, N, BLOCK_M, BLOCK_N, GROUP_M, PYTHON_MIN=True)
     last = max(pid_m * BLOCK_M, pid_n * BLOCK_N)
     lane = tl.arange(0, 4)
     tl.store(out_ptr + pid * 3 + lane, tl.where(lane == 0, pid_m, pid_n), mask=lane < 2)
