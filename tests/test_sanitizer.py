@@ -2,13 +2,13 @@
 names kernel, operand, program, offset and extent, and stays silent on correct kernels."""
 
 import functools
-import inspect
 
 import numpy as np
 import pytest
 import torch
 import triton
 import triton.language as tl
+from templates import TILED
 
 from gemm_fuzz import kernels
 from gemm_fuzz.kernels import mutants
@@ -20,41 +20,16 @@ from gemm_fuzz.reference import numpy_ref
 
 pytestmark = pytest.mark.interpreter
 
-BLOCKS = (16, 32, 16)  # BM, BN, BK of the kernels below
-
-
-@triton.jit
-def planted_matmul(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
-                   BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    """The tiled GEMM, right; BUGS below plant one bug in it each, as the mutants are planted."""
-    pid_m = tl.program_id(0)
-    pid_n = tl.program_id(1)
-    offs_m = pid_m * BM + tl.arange(0, BM)
-    offs_n = pid_n * BN + tl.arange(0, BN)
-    offs_k = tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, K, BK):
-        rk = k + offs_k
-        a_ptrs = a_ptr + offs_m[:, None] * sam + rk[None, :] * sak
-        a_mask = (offs_m[:, None] < M) & (rk[None, :] < K)
-        b_mask = (rk[:, None] < K) & (offs_n[None, :] < N)
-        a = tl.load(a_ptrs, mask=a_mask, other=0.0)
-        b = tl.load(b_ptr + rk[:, None] * sbk + offs_n[None, :] * sbn, mask=b_mask, other=0.0)
-        acc = tl.dot(a, b, acc)
-    c_mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
-    tl.store(c_ptr + offs_m[:, None] * scm + offs_n[None, :] * scn, acc.to(c_ptr.dtype.element_ty), mask=c_mask)
-
-
-A_MASK = "a_mask = (offs_m[:, None] < M) & (rk[None, :] < K)"
-B_MASK = "b_mask = (rk[:, None] < K) & (offs_n[None, :] < N)"
-BUGS = {
-    "contiguous A": (Edit("a_ptrs = a_ptr + offs_m[:, None] * sam + rk[None, :] * sak",
-                          "a_ptrs = a_ptr + offs_m[:, None] * K + rk[None, :]"),),  # ignores A's strides
-    "reduction-only masks": (Edit(A_MASK, "a_mask = rk[None, :] < K"), Edit(B_MASK, "b_mask = rk[:, None] < K")),
-    "no K mask": (Edit(A_MASK, "a_mask = offs_m[:, None] < M"), Edit(B_MASK, "b_mask = offs_n[None, :] < N")),
-    "<= on M": (Edit(A_MASK, "a_mask = (offs_m[:, None] <= M) & (rk[None, :] < K)"),),
-    "store masked on M only": (Edit("c_mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)",
-                                    "c_mask = offs_m[:, None] < M"),),
+BLOCKS = (16, 32, 16)  # BM, BN, BK of the tiled kernel's launches below
+A_MASK = "mask=(m[:, None] < M) & (kk[None, :] < K)"
+B_MASK = "mask=(kk[:, None] < K) & (n[None, :] < N)"
+BUGS = {  # each planted in the tests' tiled kernel (templates.TILED), as the mutants are planted
+    # ignores A's strides
+    "contiguous A": (Edit("a + m[:, None] * sam + kk[None, :] * sak", "a + m[:, None] * K + kk[None, :]"),),
+    "reduction-only masks": (Edit(A_MASK, "mask=kk[None, :] < K"), Edit(B_MASK, "mask=kk[:, None] < K")),
+    "no K mask": (Edit(A_MASK, "mask=m[:, None] < M"), Edit(B_MASK, "mask=n[None, :] < N")),
+    "<= on M": (Edit(A_MASK, "mask=(m[:, None] <= M) & (kk[None, :] < K)"),),
+    "store masked on M only": (Edit("mask=(m[:, None] < M) & (n[None, :] < N)", "mask=m[:, None] < M"),),
 }
 
 
@@ -64,11 +39,8 @@ def _file(bug: str) -> str:
 
 @functools.cache
 def _kernel(bug: str):
-    """planted_matmul, or the generated kernel with `bug` planted (its own file: the sanitizer names it)."""
-    if not bug:
-        return planted_matmul
-    source = "import triton\nimport triton.language as tl\n\n\n" + inspect.getsource(planted_matmul.fn)
-    return mutants.load(mutants.edited(source, BUGS[bug], _file(bug)), _file(bug)).planted_matmul
+    """The tiled kernel, right or with `bug` planted (in a file of its own: the sanitizer names it)."""
+    return mutants.load(mutants.edited(TILED, BUGS[bug] if bug else (), _file(bug)), _file(bug))._kernel
 
 
 @triton.jit
@@ -166,18 +138,18 @@ def test_reduction_only_masks_are_flagged_on_the_first_ragged_shape_though_the_o
     _planted(ops, "reduction-only masks")
     _exact(ops)
     ops = materialize(_case(17, 32, 4))
-    error = _refused(lambda: _planted(ops, "reduction-only masks"), op="load", operand="a_ptr",
+    error = _refused(lambda: _planted(ops, "reduction-only masks"), op="load", operand="a",
                      program_id=(1, 0, 0), lane=(1, 0), offset=17 * 4, shape=(17, 4), strides=(4, 1), span=67)
     message = str(error)
-    for part in ("out-of-bounds load", "kernel 'planted_matmul'", f"{_file('reduction-only masks')}.py:",
-                 "program id (1, 0, 0)", "operand a_ptr", "lane [1, 0] of a 16x16 block", "element offset 68",
+    for part in ("out-of-bounds load", "kernel '_kernel'", f"{_file('reduction-only masks')}.py:",
+                 "program id (1, 0, 0)", "operand a,", "lane [1, 0] of a 16x16 block", "element offset 68",
                  "shape (17, 4), strides (4, 1), element span [0, 67]", "60 of 64 active lanes"):
         assert part in message, f"{part!r} missing from: {message}"
 
 
 def test_store_masked_on_m_only_is_refused_before_it_writes(backend):
     ops = materialize(_case(5, 20, 8, c=Layout(pad=4)))
-    error = _refused(lambda: _planted(ops, "store masked on M only"), op="store", operand="c_ptr",
+    error = _refused(lambda: _planted(ops, "store masked on M only"), op="store", operand="c",
                      program_id=(0, 0, 0), lane=(0, 20), offset=20, coordinates=(0, 20))
     assert "not an element: it falls at [0, 20], outside shape (5, 20) (padding)" in str(error)
     assert ops.c.changed().size == 0, "the refused store wrote into C's buffer"
@@ -185,18 +157,18 @@ def test_store_masked_on_m_only_is_refused_before_it_writes(backend):
 
 def test_missing_k_mask_reads_padding(backend):
     ops = materialize(_case(5, 8, 20, a=Layout(pad=3)))
-    _refused(lambda: _planted(ops, "no K mask"), op="load", operand="a_ptr", program_id=(0, 0, 0),
+    _refused(lambda: _planted(ops, "no K mask"), op="load", operand="a", program_id=(0, 0, 0),
              lane=(0, 4), offset=20, coordinates=(0, 20))
 
 
 def test_less_or_equal_for_less_on_a_mask(backend):
     ops = materialize(_case(17, 8, 8))
-    _refused(lambda: _planted(ops, "<= on M"), operand="a_ptr", program_id=(1, 0, 0), lane=(1, 0), offset=17 * 8)
+    _refused(lambda: _planted(ops, "<= on M"), operand="a", program_id=(1, 0, 0), lane=(1, 0), offset=17 * 8)
 
 
 def test_ignored_stride_on_a_column_major_padded_a(backend):
     ops = materialize(_case(17, 8, 8, a=Layout("col", pad=3)))  # strides (1, 20): 17 rows, 3 of padding
-    _refused(lambda: _planted(ops, "contiguous A"), operand="a_ptr", program_id=(0, 0, 0), lane=(2, 1),
+    _refused(lambda: _planted(ops, "contiguous A"), operand="a", program_id=(0, 0, 0), lane=(2, 1),
              offset=17, coordinates=(17, 0), strides=(1, 20))
 
 
@@ -301,7 +273,7 @@ def test_a_launcher_that_rewraps_the_error_still_surfaces_the_violation(backend)
         except Exception as e:
             raise RuntimeError("launch failed") from e
 
-    _refused(launcher, operand="a_ptr")
+    _refused(launcher, operand="a")
 
 
 def test_patches_nest_and_are_restored(backend):
