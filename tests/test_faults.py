@@ -3,6 +3,7 @@ properties/run/runner.py): the worker is replaced, a hang or a crash is never ru
 shrinking after it is bounded, so a failing test ends within twice the per-example timeout while the
 others run on."""
 
+import contextlib
 import json
 import time
 import xml.etree.ElementTree as ElementTree
@@ -36,9 +37,16 @@ def _kernel(func: str) -> tuple[str, dict]:
     return variant.name, ref.to_dict()
 
 
-def _worker(backend, func: str) -> tuple[str, isolation.Worker]:
-    name, kernel = _kernel(func)
-    return name, isolation.Worker(backend.name, kernel=kernel)
+@contextlib.contextmanager
+def _worker(backend, func: str | None = None):
+    """(the variant's name, a worker for `func`'s kernel in fault_kernels.py), the worker closed after; without
+    `func`, a worker for the built-in variants."""
+    name, kernel = _kernel(func) if func else ("", None)
+    w = isolation.Worker(backend.name, kernel=kernel)
+    try:
+        yield name, w
+    finally:
+        w.close()
 
 
 def _example(name: str, case: GemmCase = CASE) -> dict:
@@ -46,14 +54,11 @@ def _example(name: str, case: GemmCase = CASE) -> dict:
 
 
 def test_a_crash_costs_one_example_and_the_next_runs_in_a_fresh_worker(backend):
-    name, w = _worker(backend, "abort")
-    try:
+    with _worker(backend, "abort") as (name, w):
         with pytest.raises(Crashed, match=r"the worker process died \(killed by signal SIGABRT\)"):
             w.run(_example(name), timeout=300)
         assert w.run(_example("tiled"), timeout=300).payload["status"] == "pass"
         assert w.restarts == 1
-    finally:
-        w.close()
 
 
 def test_a_worker_that_cannot_start_says_why_once_and_is_not_started_again(backend, tmp_path, monkeypatch):
@@ -130,37 +135,28 @@ def test_an_output_run_in_a_worker_brings_back_c_and_where_its_time_went(backend
 
 
 def test_a_hanging_kernel_times_out_and_the_next_example_runs(backend):
-    name, w = _worker(backend, "loop_forever")
-    try:
+    with _worker(backend, "loop_forever") as (name, w):
         w.run(_example("tiled"), timeout=300)  # started and warm: the limit below measures the hang alone
         with pytest.raises(TimedOut, match=r"no result after 15 s"):
             w.run(_example(name), timeout=15)
         assert w.run(_example("tiled"), timeout=300).payload["status"] == "pass"
-    finally:
-        w.close()
 
 
 @pytest.mark.interpreter
 def test_a_far_store_is_refused_in_the_interpreter_and_costs_nothing_else(backend):
-    name, w = _worker(backend, "far_out_of_bounds_write")
-    try:
+    with _worker(backend, "far_out_of_bounds_write") as (name, w):
         with pytest.raises(OutOfBoundsAccess, match="out-of-bounds store"):
             isolation.verdict(w.run(_example(name), timeout=300), None)
         assert w.restarts == 0
-    finally:
-        w.close()
 
 
 @pytest.mark.gpu
 def test_an_illegal_address_on_the_gpu_costs_one_example(backend):
-    name, w = _worker(backend, "far_out_of_bounds_write")
-    try:
+    with _worker(backend, "far_out_of_bounds_write") as (name, w):
         with pytest.raises(Crashed, match="(?i)illegal|died"):
             isolation.verdict(w.run(_example(name), timeout=300), None)
         assert w.run(_example("tiled"), timeout=300).payload["status"] == "pass"  # a fresh process, a fresh context
         assert w.restarts == 1
-    finally:
-        w.close()
 
 
 def test_a_hanging_example_is_not_retried_and_shrinking_it_is_bounded(backend):
@@ -219,8 +215,7 @@ def test_the_suites_own_error_in_a_worker_is_an_internal_error_and_the_worker_li
     """An exception in the suite's own code (here resolving an agreement peer that does not exist) is an
     internal error of the suite, with its traceback and where to report it: not a crash of the kernel,
     and the worker that reported it takes the next example."""
-    w = isolation.Worker(backend.name)
-    try:
+    with _worker(backend) as (_, w):
         bad = Example("agreement", "", CASE, (("peers", ("tiled", "no_such_variant")),)).to_dict()
         answer = w.run(bad, timeout=300)
         assert answer.payload["status"] == "fail"
@@ -230,8 +225,6 @@ def test_the_suites_own_error_in_a_worker_is_an_internal_error_and_the_worker_li
         assert "not a verdict on the kernel; please report it" in failure.message
         assert w.run(_example("tiled"), timeout=300).payload["status"] == "pass"
         assert w.restarts == 0
-    finally:
-        w.close()
 
 
 def test_the_suites_own_error_fails_its_test_once_and_is_never_run_again(backend):
