@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from user_runs import battery
 
 from gemm_fuzz.properties.launch import user_kernel
 
@@ -37,20 +38,13 @@ def test_each_contract_becomes_a_variant_computing_its_operation():
 
 # --- the battery ---------------------------------------------------------------------------------------------
 
-FAST = ["--gemm-backend", "interpreter", "-p", "no:cacheprovider", "--hypothesis-profile", "ci", "--gemm-repros", ""]
-
-
-def _battery(pytester, func: str, *args: str):
-    return pytester.runpytest_subprocess("--gemm-kernel", f"{KERNELS}:{func}", *FAST, *args, timeout=900)
-
-
 # right kernel -> whether a built-in kernel computes its operation (an agreement peer)
 RIGHT = {"tutorial_leaky_relu": False, "inductor_addmm": False, "fused_swiglu": False, "bmm_3d_grid": True}
 
 
 @pytest.mark.parametrize("func", RIGHT)
 def test_a_right_family_kernel_passes_the_battery(pytester, func):
-    result = _battery(pytester, func, "-rs")
+    result = battery(pytester, f"{KERNELS}:{func}", "-rs")
     dtypes = len(_user(func).dtypes)
     # per dtype: the property and the relations pass, and agreement where a built-in computes the same thing;
     # skipped: no past repros, compiled-vs-interpreted (GPU only) per dtype, and agreement without a peer
@@ -94,7 +88,8 @@ SHRUNK = {
 def test_a_wrong_family_kernel_is_caught_shrunk_and_replayed_by_its_script(pytester, func):
     kind, case, detail = SHRUNK[func]
     repros = pytester.path / "repros"
-    result = _battery(pytester, func, "-k", "test_matches", "--gemm-dtype", "fp16", "--gemm-repros", str(repros))
+    result = battery(pytester, f"{KERNELS}:{func}", "-k", "test_matches", "--gemm-dtype", "fp16", "--gemm-repros",
+                     str(repros))
     assert result.ret == 1
     result.stdout.fnmatch_lines([f"{kind}: user:* on {case}", f"  repro: python {repros}/*.py"])
     scripts = sorted(repros.glob("*.py"))

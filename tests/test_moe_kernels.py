@@ -4,10 +4,10 @@ one passes, each wrong twin is caught and shrinks to the case its bug needs."""
 from pathlib import Path
 
 import pytest
+from user_runs import assert_caught, assert_passed, battery
 
 KERNELS = Path(__file__).with_name("moe_kernels.py")
 SCALED = Path(__file__).with_name("scaled_moe_kernels.py")  # fp8 codes with scales
-FAST = ["--gemm-backend", "interpreter", "-p", "no:cacheprovider", "--hypothesis-profile", "ci", "--gemm-repros", ""]
 RIGHT = ("vllm_fused_moe", "fbgemm_grouped_gemm", "grouped_mm_offs", "liger_moe_swiglu", "vllm_fused_moe_bias",
          "fbgemm_grouped_fp8_rowwise", "vllm_fused_moe_fp8", "kc_grouped_gemm")
 # the wrong twin -> the kind of failure its shrunk case raises, and that case
@@ -38,14 +38,10 @@ def _file(func: str) -> Path:
 
 @pytest.mark.parametrize("func", RIGHT)
 def test_a_right_grouped_kernel_passes_the_battery(pytester, func):
-    result = pytester.runpytest_subprocess("--gemm-kernel", f"{_file(func)}:{func}", *FAST, timeout=900)
-    assert result.ret == 0, result.stdout.str()[-3000:]
+    assert_passed(battery(pytester, f"{_file(func)}:{func}"))
 
 
 @pytest.mark.parametrize("func", CAUGHT)
 def test_a_wrong_grouped_twin_is_caught_and_shrunk(pytester, func):
     kind, case = CAUGHT[func]
-    result = pytester.runpytest_subprocess("--gemm-kernel", f"{_file(func)}:{func}", *FAST, "-k", "reference",
-                                           timeout=900)
-    assert result.ret == 1, result.stdout.str()[-3000:]
-    result.stdout.fnmatch_lines([f"*{kind}*", f"*case: {case}"])
+    assert_caught(battery(pytester, f"{_file(func)}:{func}", "-k", "reference"), kind, case)

@@ -12,6 +12,7 @@ import pytest
 import torch
 import triton
 import triton.language as tl
+from user_runs import assert_caught, assert_passed, battery
 
 from gemm_fuzz import kernels
 from gemm_fuzz.kernels import Operation, mutants
@@ -26,7 +27,6 @@ from gemm_fuzz.properties.model import grouped, strategies
 from gemm_fuzz.properties.model.cases import GemmCase, Groups, Layout
 
 KERNELS = Path(__file__).with_name("pointer_array_kernels.py")
-FAST = ["--gemm-backend", "interpreter", "-p", "no:cacheprovider", "--hypothesis-profile", "ci", "--gemm-repros", ""]
 # three problems: padded leading dimensions, an empty one, K and N of their own
 CASE = GemmCase(22, 33, 20, "fp16", "fp16", a=Layout(pad=3), b=Layout(pad=2, batch_gap=5), c=Layout(pad=1),
                 groups=Groups(3, sizes=(5, 0, 17), dims=((7, 9), (3, 4), (33, 20))), profile="uniform", seed=3)
@@ -136,8 +136,7 @@ def test_a_problems_launcher_refuses_bad_lists_writing_nothing(backend, change, 
 
 
 def test_the_right_tutorial_08_kernel_passes_the_battery(pytester):
-    result = pytester.runpytest_subprocess("--gemm-kernel", f"{KERNELS}:tutorial_08_group_gemm", *FAST, timeout=900)
-    assert result.ret == 0, result.stdout.str()[-3000:]
+    assert_passed(battery(pytester, f"{KERNELS}:tutorial_08_group_gemm"))
 
 
 # the wrong twin -> the kind of failure its shrunk case raises, and that case
@@ -154,7 +153,4 @@ CAUGHT = {
 @pytest.mark.parametrize("func", CAUGHT)
 def test_a_wrong_tutorial_08_twin_is_caught_and_shrunk(pytester, func):
     kind, case = CAUGHT[func]
-    result = pytester.runpytest_subprocess("--gemm-kernel", f"{KERNELS}:{func}", *FAST, "-k", "reference and fp16",
-                                           timeout=900)
-    assert result.ret == 1, result.stdout.str()[-3000:]
-    result.stdout.re_match_lines([f".*{kind}.*", f".*case: {case}"])
+    assert_caught(battery(pytester, f"{KERNELS}:{func}", "-k", "reference and fp16"), kind, case, regex=True)

@@ -8,15 +8,11 @@ bug makes and the case it shrinks to."""
 from pathlib import Path
 
 import pytest
+from user_runs import assert_caught, assert_passed, battery
 
 from gemm_fuzz.properties.launch import user_kernel
 
 KERNELS = Path(__file__).parent / "scaled_kernels.py"
-FAST = ["--gemm-backend", "interpreter", "-p", "no:cacheprovider", "--hypothesis-profile", "ci", "--gemm-repros", ""]
-
-
-def _battery(pytester, func: str, *args: str):
-    return pytester.runpytest_subprocess("--gemm-kernel", f"{KERNELS}:{func}", *FAST, *args, timeout=900)
 
 
 def test_each_contract_becomes_a_variant_computing_its_scaled_product():
@@ -29,8 +25,8 @@ def test_each_contract_becomes_a_variant_computing_its_scaled_product():
 
 @pytest.mark.parametrize("func", ["block_fp8_matmul", "rowwise_fp8_matmul", "int8_scaled_matmul"])
 def test_a_right_scaled_kernel_passes_the_battery(pytester, func):
-    result = _battery(pytester, func)
-    assert result.ret == 0, result.stdout.str()[-3000:]
+    result = battery(pytester, f"{KERNELS}:{func}")
+    assert_passed(result)
     result.stdout.fnmatch_lines(["* passed*"])
 
 
@@ -45,24 +41,19 @@ CAUGHT = {
 @pytest.mark.parametrize("func", CAUGHT)
 def test_a_wrong_twin_is_caught_and_shrunk(pytester, func):
     kind, case = CAUGHT[func]
-    result = _battery(pytester, func, "-k", "reference")
-    assert result.ret == 1, result.stdout.str()[-3000:]
-    result.stdout.fnmatch_lines([f"*{kind}*", f"*case: {case}"])
+    assert_caught(battery(pytester, f"{KERNELS}:{func}", "-k", "reference"), kind, case)
 
 
 WEIGHTS = Path(__file__).parent / "weight_kernels.py"
 
 
 def test_a_right_int4_weight_kernel_passes_the_battery(pytester):
-    result = pytester.runpytest_subprocess("--gemm-kernel", f"{WEIGHTS}:awq_w4a16_matmul", *FAST, timeout=900)
-    assert result.ret == 0, result.stdout.str()[-3000:]
+    assert_passed(battery(pytester, f"{WEIGHTS}:awq_w4a16_matmul"))
 
 
 def test_a_wrong_int4_weight_kernel_is_caught_and_shrunk(pytester):
     func = "awq_w4a16_matmul_zero_shift_by_index"  # column 1's zero point from the wrong bits
-    result = pytester.runpytest_subprocess("--gemm-kernel", f"{WEIGHTS}:{func}", *FAST, "-k", "reference", timeout=900)
-    assert result.ret == 1, result.stdout.str()[-3000:]
-    result.stdout.fnmatch_lines(["*not bit-exact*", "*case: 1x2x1 fp16->fp16 *"])
+    assert_caught(battery(pytester, f"{WEIGHTS}:{func}", "-k", "reference"), "not bit-exact", "1x2x1 fp16->fp16 *")
 
 
 MX = Path(__file__).parent / "mx_kernels.py"
@@ -73,8 +64,8 @@ PACKED = Path(__file__).parent / "packed_weight_kernels.py"
                                     f"{PACKED}:gptq_w4a16_matmul", f"{PACKED}:awq_n8_w4a16_matmul",
                                     f"{PACKED}:w8a16_scale_after_dot"], ids=lambda k: k.split(":")[1])
 def test_a_right_microscaled_or_packed_kernel_passes_the_battery(pytester, kernel):
-    result = pytester.runpytest_subprocess("--gemm-kernel", kernel, *FAST, timeout=900)
-    assert result.ret == 0, result.stdout.str()[-3000:]
+    result = battery(pytester, kernel)
+    assert_passed(result)
     result.stdout.fnmatch_lines(["* passed*"])
 
 
@@ -93,6 +84,4 @@ CAUGHT_FAMILY = {
 @pytest.mark.parametrize("kernel", CAUGHT_FAMILY, ids=lambda k: k.split(":")[1])
 def test_a_wrong_microscaled_or_packed_twin_is_caught_and_shrunk(pytester, kernel):
     kind, case = CAUGHT_FAMILY[kernel]
-    result = pytester.runpytest_subprocess("--gemm-kernel", kernel, *FAST, "-k", "reference", timeout=900)
-    assert result.ret == 1, result.stdout.str()[-3000:]
-    result.stdout.fnmatch_lines([f"*{kind}*", f"*case: {case}"])
+    assert_caught(battery(pytester, kernel, "-k", "reference"), kind, case)

@@ -11,6 +11,7 @@ import pytest
 import torch
 import triton
 import triton.language as tl
+from user_runs import battery
 
 from gemm_fuzz.kernels import Contract, Operation, Requirements, contract
 from gemm_fuzz.properties.judge.failures import LauncherRefused, NotBitExact
@@ -165,16 +166,9 @@ def test_the_hint_names_each_feature_and_its_declaration(operands, declared, wor
 
 # --- the battery on user-style kernels ---------------------------------------------------------------------
 
-FAST = ["--gemm-backend", "interpreter", "-p", "no:cacheprovider", "--hypothesis-profile", "ci", "--gemm-repros", ""]
-
-
-def _battery(pytester, func: str, *args: str):
-    return pytester.runpytest_subprocess("--gemm-kernel", f"{KERNELS}:{func}", *FAST, *args, timeout=900)
-
-
 @pytest.mark.parametrize("func", ["tutorial_matmul", "int8_matmul", "autotuned_matmul", "split_k_matmul"])
 def test_a_right_user_kernel_passes_the_battery(pytester, func):
-    result = _battery(pytester, func)
+    result = battery(pytester, f"{KERNELS}:{func}")
     # per dtype: property, relations, agreement; skipped: no past repros, compiled-vs-interpreted (GPU only)
     dtypes = len(_user(func).dtypes)
     result.assert_outcomes(passed=3 * dtypes, skipped=1 + dtypes)
@@ -196,7 +190,7 @@ SHRUNK = {
 
 @pytest.mark.parametrize("func", SHRUNK)
 def test_a_wrong_user_kernel_is_caught_and_shrunk_to_the_case_that_shows_its_bug(pytester, func):
-    result = _battery(pytester, func, "-k", "test_matches", "--gemm-dtype", "fp16,int8")
+    result = battery(pytester, f"{KERNELS}:{func}", "-k", "test_matches", "--gemm-dtype", "fp16,int8")
     assert result.ret == 1
     result.stdout.fnmatch_lines([SHRUNK[func]])
     if func == "tutorial_undeclared":
