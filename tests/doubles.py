@@ -1,17 +1,21 @@
-"""Test doubles the tests share: a variant computed in Python where a kernel would run, how it fares over
-cases (its worst error against the bound, the cases it fails), and the first run and the relaunches the
-metamorphic relations are handed."""
+"""Test doubles and runs the tests share: a variant computed in Python where a kernel would run, how it fares
+over cases (its worst error against the bound, the cases it fails), the first run and the relaunches the
+metamorphic relations are handed, and a grouped variant's run judged or left unjudged."""
 
 import torch
 
 from gemm_fuzz.kernels import operands
 from gemm_fuzz.kernels.operation import PLAIN
 from gemm_fuzz.kernels.registry import Variant
-from gemm_fuzz.properties.judge import oracles, relations
+from gemm_fuzz.properties.checks import grouped_loop
+from gemm_fuzz.properties.checks.reference import judged
+from gemm_fuzz.properties.judge import agreement, grouped_relations, oracles, relations
 from gemm_fuzz.properties.judge.failures import NotBitExact, ValueOutOfBound
 from gemm_fuzz.properties.launch import launching
+from gemm_fuzz.properties.model import grouped
 from gemm_fuzz.properties.model.cases import materialize
 from gemm_fuzz.properties.run import runner
+from gemm_fuzz.reference.formats import by_name
 
 
 def fake(compute, dtypes, operation=PLAIN, name: str = "fake", bk: int = 16, **fields) -> Variant:
@@ -57,3 +61,24 @@ def first_run(variant, case, backend):
 def launcher(backend):
     """How the relations launch a variant again: launch(variant, operands) on `backend`."""
     return lambda variant, ops: launching.launch(variant, ops, backend)
+
+
+def judged_grouped(variant, case, backend) -> None:
+    """A grouped variant on `case` judged by its reference, the grouped relations (the groups relabelled, K
+    padded by 5) and agreement with the loop of 2-D problems; each raises on a failure."""
+    observed, ops, verdict = judged(variant, case, backend)
+    first = relations.observed(verdict)
+    grouped_relations.relabel(variant, launcher(backend), ops, first)
+    grouped_relations.pad_k(variant, launcher(backend), ops, first, extra=5)
+    agreement.judge({variant.name: first, grouped_loop.NAME: grouped_loop.run(ops, backend)})
+
+
+def unjudged_run(variant, case, backend) -> tuple:
+    """A grouped variant's run on `case` checked by the memory oracles only: (operands, relations.Run of its C
+    and what a correct kernel may store there), for a relation or agreement to judge."""
+    operation = variant.operation_in(backend.device.type, by_name(case.dtype).dtype)
+    ops = grouped.materialize(case, backend.device, operation)
+    launching.launch(variant, ops, backend)
+    oracles.memory(ops)
+    allow, got = oracles.outputs(ops, variant.precision, None)["C"]
+    return ops, relations.Run(got, allow)

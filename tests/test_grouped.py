@@ -11,6 +11,7 @@ import pytest
 import torch
 import triton
 import triton.language as tl
+from doubles import judged_grouped, unjudged_run
 
 from gemm_fuzz import kernels
 from gemm_fuzz.kernels import Operation, mutants
@@ -19,7 +20,7 @@ from gemm_fuzz.kernels.mutants import Edit
 from gemm_fuzz.properties.checks import grouped_loop
 from gemm_fuzz.properties.checks.reference import judged
 from gemm_fuzz.properties.evaluation import mutation
-from gemm_fuzz.properties.judge import agreement, grouped_relations, oracles, relations
+from gemm_fuzz.properties.judge import agreement, grouped_relations, relations
 from gemm_fuzz.properties.judge.failures import DuplicateStore, NotBitExact, ValueOutOfBound
 from gemm_fuzz.properties.launch.launching import launch
 from gemm_fuzz.properties.model import grouped
@@ -82,13 +83,7 @@ def test_ragged_group_sizes_follow_m_when_a_case_is_resized():
                            seed=1)),
 ])
 def test_a_right_grouped_kernel_passes_its_reference_relations_and_the_loop_of_2d_problems(backend, name, case):
-    variant = kernels.get(name)
-    observed, ops, verdict = judged(variant, case, backend)
-    first = relations.observed(verdict)
-    run = lambda v, o: launch(v, o, backend)  # noqa: E731
-    grouped_relations.relabel(variant, run, ops, first)
-    grouped_relations.pad_k(variant, run, ops, first, extra=5)
-    agreement.judge({name: first, grouped_loop.NAME: grouped_loop.run(ops, backend)})
+    judged_grouped(kernels.get(name), case, backend)
 
 
 def _last_expert_reads_the_first():
@@ -100,19 +95,10 @@ def _last_expert_reads_the_first():
     return dataclasses.replace(variant, name="moe_last_expert_reads_first")
 
 
-def _unjudged_run(variant, case, backend) -> relations.Run:
-    """The kernel's C on the case (memory oracles only) and what a correct kernel may store there."""
-    ops = grouped.materialize(case, backend.device, variant.operation_in(backend.device.type, torch.float16))
-    launch(variant, ops, backend)
-    oracles.memory(ops)
-    allow, got = oracles.outputs(ops, variant.precision, None)["C"]
-    return ops, relations.Run(got, allow)
-
-
 def test_relabelling_the_experts_and_the_loop_of_2d_problems_each_catch_a_kernel_that_mistreats_one_expert(backend):
     wrong = _last_expert_reads_the_first()
     case = GemmCase(3, 3, 4, "fp16", "fp16", groups=Groups(3, top_k=3, route="all"), profile="small_ints", seed=2)
-    ops, first = _unjudged_run(wrong, case, backend)
+    ops, first = unjudged_run(wrong, case, backend)
     with pytest.raises(ValueOutOfBound, match="expert e renamed E - 1 - e"):
         grouped_relations.relabel(wrong, lambda v, o: launch(v, o, backend), ops, first)
     with pytest.raises(ValueOutOfBound, match="no majority|differ from the majority"):

@@ -12,15 +12,15 @@ import pytest
 import torch
 import triton
 import triton.language as tl
+from doubles import judged_grouped, unjudged_run
 from user_runs import assert_caught, assert_passed, battery
 
 from gemm_fuzz import kernels
 from gemm_fuzz.kernels import Operation, mutants
 from gemm_fuzz.kernels.mutants import Edit
 from gemm_fuzz.properties.checks import grouped_loop
-from gemm_fuzz.properties.checks.reference import judged
 from gemm_fuzz.properties.interpreter import sanitizer
-from gemm_fuzz.properties.judge import agreement, grouped_relations, oracles, relations
+from gemm_fuzz.properties.judge import agreement, grouped_relations, oracles
 from gemm_fuzz.properties.judge.failures import NotBitExact, OutOfBoundsAccess, ValueOutOfBound, WriteOutsideC
 from gemm_fuzz.properties.launch.launching import launch
 from gemm_fuzz.properties.model import grouped, strategies
@@ -59,13 +59,7 @@ def test_each_problem_is_a_view_of_its_own_shape_and_leading_dimension(backend):
 
 
 def test_the_built_in_passes_its_reference_relations_and_the_loop_of_2d_problems(backend):
-    variant = kernels.get("pointer_array")
-    observed, ops, verdict = judged(variant, CASE, backend)
-    first = relations.observed(verdict)
-    run = lambda v, o: launch(v, o, backend)  # noqa: E731
-    grouped_relations.relabel(variant, run, ops, first)
-    grouped_relations.pad_k(variant, run, ops, first, extra=5)
-    agreement.judge({"pointer_array": first, grouped_loop.NAME: grouped_loop.run(ops, backend)})
+    judged_grouped(kernels.get("pointer_array"), CASE, backend)
 
 
 def _last_problem_reads_the_first_b():
@@ -81,11 +75,7 @@ def test_relabelling_and_the_loop_of_2d_problems_each_catch_a_kernel_that_mistre
     wrong = _last_problem_reads_the_first_b()
     case = GemmCase(2, 1, 1, "fp16", "fp16", groups=Groups(2, sizes=(1, 1), dims=((1, 1), (1, 1))),
                     profile="small_ints", seed=2)
-    ops = grouped.materialize(case, backend.device, wrong.operation)
-    launch(wrong, ops, backend)
-    oracles.memory(ops)
-    allow, got = oracles.outputs(ops, wrong.precision, None)["C"]
-    first = relations.Run(got, allow)
+    ops, first = unjudged_run(wrong, case, backend)
     with pytest.raises((NotBitExact, ValueOutOfBound), match="reverse order"):
         grouped_relations.relabel(wrong, lambda v, o: launch(v, o, backend), ops, first)
     with pytest.raises((NotBitExact, ValueOutOfBound)):
