@@ -11,7 +11,7 @@ import pytest
 import torch
 import triton
 import triton.language as tl
-from doubles import judged_grouped, unjudged_run
+from doubles import judged_grouped, launcher, unjudged_run
 
 from gemm_fuzz import kernels
 from gemm_fuzz.kernels import Operation, mutants
@@ -22,7 +22,6 @@ from gemm_fuzz.properties.checks.reference import judged
 from gemm_fuzz.properties.evaluation import mutation
 from gemm_fuzz.properties.judge import agreement, grouped_relations, relations
 from gemm_fuzz.properties.judge.failures import DuplicateStore, NotBitExact, ValueOutOfBound
-from gemm_fuzz.properties.launch.launching import launch
 from gemm_fuzz.properties.model import grouped
 from gemm_fuzz.properties.model.cases import GemmCase, Groups, Layout
 
@@ -100,7 +99,7 @@ def test_relabelling_the_experts_and_the_loop_of_2d_problems_each_catch_a_kernel
     case = GemmCase(3, 3, 4, "fp16", "fp16", groups=Groups(3, top_k=3, route="all"), profile="small_ints", seed=2)
     ops, first = unjudged_run(wrong, case, backend)
     with pytest.raises(ValueOutOfBound, match="expert e renamed E - 1 - e"):
-        grouped_relations.relabel(wrong, lambda v, o: launch(v, o, backend), ops, first)
+        grouped_relations.relabel(wrong, launcher(backend), ops, first)
     with pytest.raises(ValueOutOfBound, match="no majority|differ from the majority"):
         agreement.judge({"wrong": first, grouped_loop.NAME: grouped_loop.run(ops, backend)}, "wrong")
 
@@ -289,8 +288,7 @@ def test_alpha_and_a_bias_a_group_are_judged_group_by_group_and_move_with_their_
     right = _alpha_bias_variant(False)
     observed, ops, verdict = judged(right, case, backend)
     assert tuple(ops.extras["bias"].view.shape) == (3, 17) and ops.scalars["alpha"] == 2.0
-    run = lambda v, o: launch(v, o, backend)  # noqa: E731
-    grouped_relations.relabel(right, run, ops, relations.observed(verdict))
-    grouped_relations.pad_k(right, run, ops, relations.observed(verdict), extra=3)
+    grouped_relations.relabel(right, launcher(backend), ops, relations.observed(verdict))
+    grouped_relations.pad_k(right, launcher(backend), ops, relations.observed(verdict), extra=3)
     with pytest.raises((ValueOutOfBound, NotBitExact)):
         judged(_alpha_bias_variant(True), case, backend)

@@ -12,7 +12,7 @@ import pytest
 import torch
 import triton
 import triton.language as tl
-from doubles import judged_grouped, unjudged_run
+from doubles import judged_grouped, launcher, unjudged_run
 from user_runs import assert_caught, assert_passed, battery
 
 from gemm_fuzz import kernels
@@ -22,7 +22,6 @@ from gemm_fuzz.properties.checks import grouped_loop
 from gemm_fuzz.properties.interpreter import sanitizer
 from gemm_fuzz.properties.judge import agreement, grouped_relations, oracles
 from gemm_fuzz.properties.judge.failures import NotBitExact, OutOfBoundsAccess, ValueOutOfBound, WriteOutsideC
-from gemm_fuzz.properties.launch.launching import launch
 from gemm_fuzz.properties.model import grouped, strategies
 from gemm_fuzz.properties.model.cases import GemmCase, Groups, Layout
 
@@ -77,7 +76,7 @@ def test_relabelling_and_the_loop_of_2d_problems_each_catch_a_kernel_that_mistre
                     profile="small_ints", seed=2)
     ops, first = unjudged_run(wrong, case, backend)
     with pytest.raises((NotBitExact, ValueOutOfBound), match="reverse order"):
-        grouped_relations.relabel(wrong, lambda v, o: launch(v, o, backend), ops, first)
+        grouped_relations.relabel(wrong, launcher(backend), ops, first)
     with pytest.raises((NotBitExact, ValueOutOfBound)):
         agreement.judge({wrong.name: first, grouped_loop.NAME: grouped_loop.run(ops, backend)})
 
