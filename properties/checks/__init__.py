@@ -7,6 +7,8 @@ how it executes and how it describes a failure.
   agreement      every variant that takes the case, judged against each other
   cross_backend  the kernel compiled against the same kernel interpreted (GPU only)
   replay         a repro script's recorded example, as it was found
+  saved_case     `save`: the reference check with its operands written to a folder, and the folder
+                 loaded and run on any kernel in this process (load_case, run_case)
 
 An Example names the check that runs it (`get`); the battery runs BATTERY, one test each, and a run
 compiles ahead what they will launch (`compile_plans`). A new check is a module here and a line
@@ -15,13 +17,14 @@ below, and its battery test.
 
 from __future__ import annotations
 
-from gemm_fuzz.properties.checks import agreement, cross_backend, metamorphic, reference, replay
+from gemm_fuzz.properties.checks import agreement, cross_backend, metamorphic, reference, replay, saved_case
 from gemm_fuzz.properties.checks.check import Check, NothingJudged, execute
 
 REFERENCE, OUTPUT = reference.CHECK, reference.OUTPUT
 METAMORPHIC, AGREEMENT, CROSS_BACKEND, REPLAY = metamorphic.CHECK, agreement.CHECK, cross_backend.CHECK, replay.CHECK
+SAVE = saved_case.CHECK
 BATTERY = (REFERENCE, METAMORPHIC, AGREEMENT, CROSS_BACKEND, REPLAY)
-_RUN_BY_EXAMPLES = {c.name: c for c in (REFERENCE, OUTPUT, METAMORPHIC, AGREEMENT, CROSS_BACKEND)}
+_RUN_BY_EXAMPLES = {c.name: c for c in (REFERENCE, OUTPUT, METAMORPHIC, AGREEMENT, CROSS_BACKEND, SAVE)}
 
 
 def get(name: str) -> Check:
@@ -41,4 +44,4 @@ def compile_plans(target, backend, user: bool) -> list:
 
 
 __all__ = ["AGREEMENT", "BATTERY", "CROSS_BACKEND", "Check", "METAMORPHIC", "NothingJudged", "OUTPUT", "REFERENCE",
-           "REPLAY", "compile_plans", "execute", "get"]
+           "REPLAY", "SAVE", "compile_plans", "execute", "get"]

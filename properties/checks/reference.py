@@ -18,6 +18,10 @@ from gemm_fuzz.properties.model import strategies, stratified
 from gemm_fuzz.properties.model.cases import materialize
 from gemm_fuzz.reference.formats import by_name
 
+# The recorders of the saves under way, innermost last (properties/checks/saved_case.py): empty in every
+# other run, so `judged` only tests it. A recorder sees the operands just before the launch and C just after.
+CAPTURES: list = []
+
 
 def judged(variant, case, backend) -> tuple[Observation, object, oracles.Verdict | None]:
     """Launch `variant` on `case` and judge it against the float64 reference: the observation, the
@@ -34,7 +38,14 @@ def judged(variant, case, backend) -> tuple[Observation, object, oracles.Verdict
             launch(variant, ops, backend, case.config)
         return Observation(False, None, time.perf_counter() - start), ops, None
     ops = materialize(case, backend.device, operation)
-    launch(variant, ops, backend, case.config)
+    if CAPTURES:  # a save (properties/checks/saved_case.py): the operands as launched, C as written
+        CAPTURES[-1].launching(variant, ops, backend)
+        try:
+            launch(variant, ops, backend, case.config)
+        finally:
+            CAPTURES[-1].launched(ops)
+    else:
+        launch(variant, ops, backend, case.config)
     partials = oracles.output_partials(variant, case.dtype, case.config, backend.device.type)
     verdict = oracles.against_reference(ops, variant.precision, partials=partials)
     plain = not (variant.operation.extras() or variant.operation.grouped)  # torch.matmul computes the same

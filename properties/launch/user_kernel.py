@@ -46,6 +46,7 @@ _RETIRED = {"supported_dtypes": "dtypes={torch.float16: (torch.float16,), ...}",
 _BLOCK_NAMES = {"BM": ("BM", "BLOCK_M", "BLOCK_SIZE_M"), "BN": ("BN", "BLOCK_N", "BLOCK_SIZE_N"),
                 "BK": ("BK", "BLOCK_K", "BLOCK_SIZE_K")}
 _LOADED: dict[str, tuple[Variant, KernelRef]] = {}  # the user kernels loaded in this process, by identity
+_DECLARED: dict[str, contracts.Contract] = {}  # and the contract each declares (with the signature given), by identity
 _SEEN: dict[Path, str | None] = {}  # the files of the loaded kernels' trees, with their contents' digests when loaded
 _MODULE_PREFIX = "gemm_user_kernel_"  # a kernel's file imported by path is the module of this name (and a digest)
 
@@ -143,6 +144,7 @@ def refresh() -> bool:
             if name.startswith(_MODULE_PREFIX) or any(_of_tree(module, root) is not None for root in roots):
                 del sys.modules[name]
         _LOADED.clear()
+        _DECLARED.clear()
         _SEEN.clear()
     else:
         _SEEN.update({f: _contents(f) for f in files if f not in _SEEN})
@@ -322,6 +324,7 @@ def load(spec: str, signature: str | None = None) -> Variant:
     except ValueError as e:
         raise KernelSpecError(f"{spec!r}: {e}") from None
     _LOADED[ref.name] = (variant, ref)
+    _DECLARED[ref.name] = declared
     _SEEN.update({f: _contents(f) for f in tree(Path(ref.path))})  # refresh() compares with these (path: resolved)
     return variant
 
@@ -342,3 +345,9 @@ def _returned_instead_of_writing(func: str, returned: torch.Tensor, c: torch.Ten
 def loaded(name: str) -> tuple[Variant, KernelRef] | None:
     """A user kernel loaded in this process, by identity."""
     return _LOADED.get(name)
+
+
+def declared(name: str) -> contracts.Contract | None:
+    """The contract a user kernel loaded in this process declares (its signature the one it is called
+    with), by identity: what a saved case records of it (properties/checks/saved_case.py)."""
+    return _DECLARED.get(name)
