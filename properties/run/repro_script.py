@@ -3,14 +3,19 @@ found, through the runner, and say what became of it.
 
     python repros/tiled-fp16-1a2b3c4d5e.py               # where it failed
     python repros/tiled-fp16-1a2b3c4d5e.py --backend interpreter
+    python repros/tiled-fp16-1a2b3c4d5e.py --save DIR    # also its case, as launched, into DIR
 
-Exit status 1 while the bug exists, 0 once it is fixed, 2 when it cannot run here.
+Exit status 1 while the bug exists, 0 once it is fixed, 2 when it cannot run here (or cannot save).
+`--save DIR` writes the example's case into DIR after the replay (properties/checks/saved_case.py: the
+operands as launched, C as the kernel wrote it, the float64 reference and allowance, case.json), for
+`gemm_fuzz.properties.load_case` and `run_case`; nothing is written outside DIR.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 
 def main(data: dict, argv: list[str]) -> int:
@@ -18,7 +23,15 @@ def main(data: dict, argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description="Replay a failing GEMM example.")
     parser.add_argument("--backend", default=data["backend"], choices=("auto", "interpreter", "cuda"),
                         help=f"where to run it (default: {data['backend']}, where it failed)")
+    parser.add_argument("--save", metavar="DIR", type=Path, default=None,
+                        help="also save the case as it was launched into DIR (its operands, C as the kernel wrote "
+                             "it, the float64 reference and allowance, case.json), for "
+                             "gemm_fuzz.properties.load_case and run_case")
     args = parser.parse_args(argv)
+    if args.save is not None and args.save.exists() and not args.save.is_dir():
+        print(f"cannot save the case into {args.save}: it is a file; expected a folder (new, or one a save wrote "
+              "before)", file=sys.stderr)
+        return 2
 
     from gemm_fuzz.properties.launch import backends
 
@@ -49,6 +62,7 @@ def main(data: dict, argv: list[str]) -> int:
     if left_out:
         print(f"note: {left_out}")
     mode, timeout = replay.recorded_mode(data, active.name)
+    script = Path(sys.argv[0]).resolve() if sys.argv and sys.argv[0].endswith(".py") else None
     settings = RunSettings(backend=active.name, mode=mode, timeout=timeout, kernel=kernel)
     print(f"{example.variant or 'agreement'} on {example.case.describe()}: {example.describe()} "
           f"({active.name} on {active.device_name}, {settings.describe()})")
@@ -57,7 +71,23 @@ def main(data: dict, argv: list[str]) -> int:
             observed = runner.run_once(example)
         except GemmFailure as e:
             print(f"FAIL: {e.kind}\n{e}")
-            return 1
-    kind = "bit-exact" if observed.exact else f"within the bound (error/bound {observed.error_ratio:.3g})"
-    print(f"PASS: {kind}; the bug no longer reproduces")
+            return _saved(runner, example, data, args.save, script) or 1
+        kind = "bit-exact" if observed.exact else f"within the bound (error/bound {observed.error_ratio:.3g})"
+        print(f"PASS: {kind}; the bug no longer reproduces")
+        return _saved(runner, example, data, args.save, script) or 0
+
+
+def _saved(runner, example, data: dict, directory: Path | None, script: Path | None) -> int:
+    """The case saved into `directory` (where --save asks), with the failure the script recorded: 0, or 2
+    (saying why) when it cannot be saved there."""
+    if directory is None:
+        return 0
+    from gemm_fuzz.properties.checks.saved_case import SavedCaseError
+
+    try:
+        path = runner.save_case(example, directory, data.get("failure"), repro=script)
+    except SavedCaseError as e:
+        print(f"cannot save the case: {e}", file=sys.stderr)
+        return 2
+    print(f"saved: {path} (gemm_fuzz.properties.load_case / run_case)")
     return 0

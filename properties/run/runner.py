@@ -11,7 +11,8 @@ Hypothesis test calls for each example (`PropertyRun.run`), which bounds what a 
     or a crash's half the timeout, any other failure's `shrink_seconds`; past it, new examples are
     left out (Hypothesis rejects them), so the smallest case found so far is reported;
   - the final failing example is simplified directly (plain layouts, `ones`, seed 0, the default
-    output dtype, each dimension as small as still fails), its repro script written and named.
+    output dtype, each dimension as small as still fails), its repro script written and named, and
+    (`save_cases`) its case saved beside (`Runner.save_case`, properties/checks/saved_case.py).
 
 An interpreter limitation (Triton's interpreter failing, not the kernel) is counted and the example
 left out: it never fails the kernel.
@@ -29,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from gemm_fuzz.properties import checks
-from gemm_fuzz.properties.checks import NothingJudged
+from gemm_fuzz.properties.checks import NothingJudged, saved_case
 from gemm_fuzz.properties.checks.example import Example, Observation
 from gemm_fuzz.properties.judge.failures import (
     Crashed,
@@ -67,6 +68,7 @@ class RunSettings:
     timeout: float = 120.0  # seconds one example may take in a worker
     shrink_seconds: float = 45.0  # what a failing test's further examples may take, in all
     repros: str | None = None  # directory for repro scripts (None: write none)
+    save_cases: str | None = None  # directory each reported failure's case is saved under (None: none saved)
     kernel: dict | None = None  # the user's kernel workers load: {spec, signature, path, digest}
 
     def __post_init__(self):
@@ -206,6 +208,22 @@ class Runner:
             raise
         return Observation(observed["exact"], observed["error_ratio"], time.perf_counter() - start,
                            observed.get("torch_ratio"), phases=observed.get("phases", {}))
+
+    def save_case(self, example: Example, directory: Path, failure=None, variant=None,
+                  repro: Path | None = None) -> Path:
+        """Save the case of `example` into `directory` (properties/checks/saved_case.py): its variant run on
+        its case once more, where its examples run (here, or in a worker), its operands recorded as launched
+        and C as the kernel wrote it, with the float64 reference and the allowance; a case that hung or
+        crashed (`failure`: the GemmFailure reported, or a repro script's record of it) is not launched
+        again. Returns the folder; SavedCaseError when it cannot hold a save."""
+        directory = saved_case.prepare(directory)
+        save = saved_case.example_of(example, directory, launch=saved_case.relaunched(failure))
+        seen = None
+        try:
+            self.run_once(save, variant if variant is not None and variant.name == save.variant else None)
+        except GemmFailure as found:
+            seen = found
+        return saved_case.finish(directory, example, failure, seen, self.settings, repro)
 
     def output(self, backend: str, output: Example, variant, timeout: float) -> Observation:
         """An `output` example (which must pass) run on `backend`: its observation with C's values; the
@@ -471,10 +489,23 @@ class PropertyRun:
                 note(f"repro: python {path}")
             except Exception:  # noqa: BLE001  outside a Hypothesis test
                 pass
+        if settings.save_cases:
+            self._save(example, variant, failure)
         failure.case = example.case  # the case it is reported on (the summary lists bugs' cases by it)
         self.stats.reported_failure(self.target_id, failure, example.case.describe())
         self.failure, self.example = failure, example
         return failure
+
+    def _save(self, example: Example, variant, failure: GemmFailure) -> None:
+        """The reported failure's case saved under `save_cases`, in the folder named after its repro script
+        (failure.saved); a save that cannot be made leaves the report as it is, saying why."""
+        settings = self.runner.settings
+        repro = getattr(failure, "repro", None)
+        name = Path(repro).stem if repro else Path(repros.name_for(repros.record(example, settings, failure))).stem
+        try:
+            failure.saved = self.runner.save_case(example, Path(settings.save_cases) / name, failure, variant, repro)
+        except Exception as error:  # noqa: BLE001  never in the way of the failure it would save
+            failure.saved_error = f"{type(error).__name__}: {error}"
 
     def _simplify(self, example: Example, variant, failure: GemmFailure) -> tuple[Example, GemmFailure]:
         """Try plainer cases directly, keeping each that still fails the same way (a wrong value stays a
