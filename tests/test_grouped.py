@@ -12,11 +12,12 @@ import torch
 import triton
 import triton.language as tl
 from doubles import judged_grouped, launcher, unjudged_run
+from templates import TILED
 
 from gemm_fuzz import kernels
 from gemm_fuzz.kernels import Operation, mutants
 from gemm_fuzz.kernels.contracts import Contract
-from gemm_fuzz.kernels.mutants import Edit
+from gemm_fuzz.kernels.mutants import Edit, edited
 from gemm_fuzz.properties.checks import grouped_loop
 from gemm_fuzz.properties.checks.reference import judged
 from gemm_fuzz.properties.evaluation import mutation
@@ -117,44 +118,26 @@ def test_visiting_the_tiles_in_another_order_is_not_a_bug(backend):
     assert found.examples >= mutation.ci_settings().max_examples, found.examples
 
 
-@triton.jit
-def _rows_wrapped_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm,
-                         stride_cn, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    # tutorial 03's `% M` on the rows, kept for the store, masked by columns only: rows past M store again
-    # into rows the tile already holds, with the same values
-    offs_m = (tl.program_id(0) * BM + tl.arange(0, BM)) % M
-    offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
-    offs_k = tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BK)):
-        kk = k * BK + offs_k
-        a = tl.load(a_ptr + offs_m[:, None] * stride_am + kk[None, :] * stride_ak, mask=kk[None, :] < K, other=0.0)
-        b = tl.load(b_ptr + kk[:, None] * stride_bk + offs_n[None, :] * stride_bn,
-                    mask=(kk[:, None] < K) & (offs_n[None, :] < N), other=0.0)
-        acc = tl.dot(a, b, acc)
-    tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn, acc.to(c_ptr.dtype.element_ty),
-             mask=offs_n[None, :] < N)
-
-
-def _rows_wrapped(a, b, c):
-    M, K = a.shape
-    N = b.shape[1]
-    _rows_wrapped_kernel[(triton.cdiv(M, 16), triton.cdiv(N, 16))](
-        a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-        BM=16, BN=16, BK=16)
+# the tests' tiled kernel with tutorial 03's `% M` on the rows, kept for the store, masked by columns only: rows
+# past M store again into rows the tile already holds, with the same values
+ROWS_WRAPPED = edited(TILED, (Edit("m = tl.program_id(0) * BM + tl.arange(0, BM)",
+                                   "m = (tl.program_id(0) * BM + tl.arange(0, BM)) % M"),
+                              Edit("mask=(m[:, None] < M) & (kk[None, :] < K)", "mask=kk[None, :] < K"),
+                              Edit("mask=(m[:, None] < M) & (n[None, :] < N)", "mask=n[None, :] < N")), "rows_wrapped")
 
 
 def _variant(duplicate_stores: bool):
     contract = Contract(blocks=(16, 16, 16), duplicate_stores=duplicate_stores)
+    rows_wrapped = mutants.load(ROWS_WRAPPED, "rows_wrapped").matmul
     return contract.variant(f"rows_wrapped_{duplicate_stores}",
-                            lambda a, b, c, config=None, **extras: _rows_wrapped(a, b, c), (), "test", "")
+                            lambda a, b, c, config=None, **extras: rows_wrapped(a, b, c), (), "test", "")
 
 
 @pytest.mark.interpreter
 def test_two_lanes_storing_one_element_are_reported_unless_the_contract_allows_them(backend):
     case = GemmCase(3, 5, 4, "fp16", "fp16", profile="small_ints")
-    with pytest.raises(DuplicateStore, match=r"duplicate-lane store in kernel '_rows_wrapped_kernel' at test_grouped"
-                                             r".py:\d+, program id \(0, 0, 0\): lanes \[0, 0\] and \[3, 0\]"):
+    with pytest.raises(DuplicateStore, match=r"duplicate-lane store in kernel '_kernel' at rows_wrapped.py:\d+, "
+                                             r"program id \(0, 0, 0\): lanes \[0, 0\] and \[3, 0\]"):
         judged(_variant(False), case, backend)
     observed, _, verdict = judged(_variant(True), case, backend)  # declared: the values are right
     assert verdict.exact
