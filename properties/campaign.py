@@ -15,7 +15,8 @@ server for several hosts). With `--workers N` (default on a GPU host: one per co
 GPU) the targets are split among N child campaigns running side by side (properties/run/fleet.py),
 their kernels compiled ahead once by the parent, and their reports are merged. The report
 directory gets summary.md, results.json, plots and a repro script per failure
-(properties/report/summary.py). Exit status 1 if any target failed; on Ctrl-C or SIGTERM the report
+(properties/report/summary.py); `--save-cases DIR` saves each failure's case in DIR/<its repro script's
+name>/ (properties/checks/saved_case.py). Exit status 1 if any target failed; on Ctrl-C or SIGTERM the report
 of what was done so far is written, then the exit status is 130 or 143.
 """
 
@@ -47,6 +48,7 @@ class TargetResult(TargetStats):
     failure: object = None  # the reported GemmFailure
     example: object = None  # and its (simplified) example
     repro: Path | None = None
+    saved: Path | None = None  # --save-cases: the folder its failure's case was saved in
     first_failure_at: int | None = None  # the example (1 = the first run) that first failed
     state: str = "done"  # or "interrupted" (stopped part way) or "not run" (the campaign stopped before it)
 
@@ -54,7 +56,7 @@ class TargetResult(TargetStats):
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         return {**data, "failure": self.failure.to_dict() if self.failure is not None else None,
                 "example": self.example.to_dict() if self.example is not None else None,
-                "repro": str(self.repro) if self.repro else None}
+                "repro": str(self.repro) if self.repro else None, "saved": str(self.saved) if self.saved else None}
 
     @classmethod
     def from_dict(cls, data: dict) -> TargetResult:
@@ -63,6 +65,7 @@ class TargetResult(TargetStats):
 
         failure = GemmFailure.from_dict(data["failure"]) if data["failure"] else None
         return cls(**{**data, "failure": failure, "repro": Path(data["repro"]) if data["repro"] else None,
+                      "saved": Path(data["saved"]) if data.get("saved") else None,
                       "example": Example.from_dict(data["example"]) if data["example"] else None})
 
 
@@ -143,6 +146,7 @@ def run_target(target, runner, seconds: float, database=None, compile_ahead: boo
                           first_failure_at=prop.first_failing_call)
     result.failure, result.example = prop.failure, prop.example
     result.repro = getattr(prop.failure, "repro", None)
+    result.saved = getattr(prop.failure, "saved", None)
     result.seconds = time.monotonic() - start
     _fill(result, runner.stats.targets.get(target.id))
     return result
@@ -215,6 +219,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="child campaigns the targets are split among (default on the cuda backend: one per "
                              "core, at most 16 a GPU; else 1); with --watch, the warm processes the battery's tests "
                              "are split among (default one per core, at most 8)")
+    parser.add_argument("--save-cases", type=Path, default=None, metavar="DIR",
+                        help="save each failure's case (its operands as launched, C as written, the float64 "
+                             "reference and allowance) in DIR/<its repro script's name>/, for "
+                             "gemm_fuzz.properties.load_case and run_case")
     parser.add_argument("--database", default=".hypothesis/campaign",
                         help="the example database: a directory (default .hypothesis/campaign), or redis://HOST:PORT "
                              "to share failures between hosts")
@@ -313,7 +321,8 @@ def _run_here(args, chosen: list, kernel: dict | None, backend, database, direct
 
     mode = runner_module.default_mode(backend.name, kernel is not None, args.isolate)
     settings = runner_module.RunSettings(backend=backend.name, mode=mode, timeout=args.timeout,
-                                         repros=str(directory / "repros"), kernel=kernel)
+                                         repros=str(directory / "repros"), kernel=kernel,
+                                         save_cases=str(args.save_cases.resolve()) if args.save_cases else None)
     print("\n".join(backend.header()))
     print(f"campaign: {len(chosen)} targets, {args.budget:.0f} s, examples {settings.describe()}, "
           f"report in {directory}")
@@ -473,6 +482,8 @@ def _print(i: int, total: int, target_id: str, r: TargetResult) -> None:
         print(f"    {r.failure.headline()}")  # the reason in a few words, whole
         if r.repro is not None:
             print(f"    repro: python {r.repro}")
+        if r.saved is not None:
+            print(f"    saved: {r.saved}")
 
 
 if __name__ == "__main__":

@@ -59,6 +59,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--gemm-repros", default="repros", metavar="DIR",
                     help="where repro scripts of failures are written and replayed from (default repros; "
                          "'' to write none)")
+    group.addoption("--gemm-save-cases", default=None, metavar="DIR",
+                    help="save each reported failure's case (its operands as launched, C as written, the float64 "
+                         "reference and allowance) in DIR/<its repro script's name>/, for "
+                         "gemm_fuzz.properties.load_case and run_case (a relative DIR: under the rootdir, as "
+                         "--gemm-repros)")
     group.addoption("--gemm-order-seed", type=int, default=None, metavar="N",
                     help="run the tests in a random order (seed N), to show no test depends on another")
     parser.addini("gemm_suite", type="bool", default=False,
@@ -285,9 +290,15 @@ def pytest_configure(config: pytest.Config) -> None:
             else runner.default_mode(backend.name, user is not None, config.getoption("gemm_isolate")))
     repros = config.getoption("gemm_repros")
     directory = (Path(repros) if Path(repros).is_absolute() else config.rootpath / repros) if repros else None
+    save = config.getoption("gemm_save_cases")
+    saved = (Path(save) if Path(save).is_absolute() else config.rootpath / save) if save else None
+    if saved is not None and saved.exists() and not saved.is_dir():
+        raise pytest.UsageError(f"--gemm-save-cases {save}: {saved} is a file; expected a folder (new, or one "
+                                "that holds saved cases)")
     config.stash[SETTINGS] = runner.RunSettings(backend=backend.name, mode=mode,
                                                 timeout=config.getoption("gemm_timeout"),
-                                                repros=str(directory) if directory else None, kernel=kernel)
+                                                repros=str(directory) if directory else None, kernel=kernel,
+                                                save_cases=str(saved) if saved else None)
     chosen, left_out = _corpus(directory, user, selectors, globs)
     config.stash[SELECTION] = _Selection(backend, selectors, globs, user, chosen, left_out)
     config.stash[WORKER_STATS] = {}

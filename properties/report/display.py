@@ -8,7 +8,7 @@ import textwrap
 
 from gemm_fuzz.properties.judge.failures import statements
 
-MAX_MESSAGE_LINES = 10
+MAX_MESSAGE_LINES = 16  # a value failure: 3 statements, its worst elements (5), inputs and the step (8)
 WIDTH = 110  # a message's lines are wrapped to this many characters
 
 
@@ -40,6 +40,11 @@ def lines(failure) -> list[str]:
     repro = getattr(failure, "repro", None)
     if repro is not None:
         out.append(f"  repro: python {repro}")
+    saved = getattr(failure, "saved", None)  # --gemm-save-cases: its operands, to load_case and run_case
+    if saved is not None:
+        out.append(f"  saved: {saved}")
+    elif getattr(failure, "saved_error", None):
+        out.append(f"  saved: not saved ({failure.saved_error})")
     return out
 
 

@@ -8,6 +8,7 @@
   throughput.png    the suite's examples per second per variant and dtype (what a campaign budget buys;
                     not the kernels' speed)
   repros/           one standalone script per failure (see properties/report/repros.py)
+  (--save-cases DIR) each failure's case saved in DIR/<its repro script's name>/, named in its section
 """
 
 from __future__ import annotations
@@ -127,6 +128,8 @@ def summary_markdown(results, backend, budget: float, elapsed: float | None = No
             lines += ["", "Case:", "", *_fenced(r.example.case.to_json(), "json")]
         if r.repro is not None:
             lines += ["", f"Reproduce: `python {r.repro}`"]
+        if getattr(r, "saved", None) is not None:  # --save-cases: load_case / run_case (gemm_fuzz.properties)
+            lines += ["", f"saved: `{r.saved}`"]
     return "\n".join(lines) + "\n"
 
 
