@@ -4,7 +4,8 @@ The float64 reference, a metamorphic relation (the second run against the first,
 agreement between variants and compiled-against-interpreted all build an Allowance and call
 `values`; a violation raises `NotBitExact` (where the element must be bit-exact) or
 `ValueOutOfBound`, with one message shape: the worst element, what was allowed there, and how many
-elements are outside.
+elements are outside; then a table of the few worst elements (WORST_SHOWN), one a line (also in the
+failure's field `worst`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import numpy as np
 from gemm_fuzz.properties import phases
 from gemm_fuzz.properties.judge.failures import NotBitExact, ValueOutOfBound
 from gemm_fuzz.reference.bounds import Allowance
+
+WORST_SHOWN = 4  # elements in a value failure's table of the worst
 
 
 def _fmt(x: float) -> str:
@@ -53,6 +56,52 @@ def _name(name: str, at: tuple[int, ...]) -> str:
     return f"{name}[{', '.join(map(str, at))}]"
 
 
+def worst(got: np.ndarray, allow: Allowance, bad: np.ndarray, err: np.ndarray, ratio: np.ndarray,
+          count: int = WORST_SHOWN) -> list[tuple[int, ...]]:
+    """Up to `count` wrong elements, worst first, in the order the message's first line picks its one: where
+    bit-exactness is due, the largest differences; then the largest finite error / bound; then non-finite
+    values where another is due, in index order."""
+    exact_bad = bad & allow.exact
+    finite_bad = bad & ~allow.exact & np.isfinite(err)
+    rest = bad & ~exact_bad & ~finite_bad
+    picked: list[int] = []
+    for mask, key in ((exact_bad, np.nan_to_num(err, nan=np.inf)), (finite_bad, ratio), (rest, None)):
+        flat = np.flatnonzero(mask)
+        if key is not None and flat.size > count:
+            keys = key.ravel()[flat]
+            flat = flat[np.argpartition(-keys, count - 1)[:count]]
+        if key is not None:
+            flat = flat[np.argsort(-key.ravel()[flat], kind="stable")]
+        picked += flat[:count - len(picked)].tolist()
+        if len(picked) >= count:
+            break
+    return [_at(i, bad.shape) for i in picked]
+
+
+def _table(name: str, got: np.ndarray, allow: Allowance, err: np.ndarray, ratio: np.ndarray,
+           found: list[tuple[int, ...]]) -> tuple[str, list[dict]]:
+    """The worst elements as a table, one a line (got, expected, what is allowed around it, error / bound),
+    and as fields."""
+    rows, fields = [], []
+    for at in found:
+        g, e, exact = float(got[at]), float(allow.expected[at]), bool(allow.exact[at])
+        finite = np.isfinite(g) and np.isfinite(e)
+        if exact:
+            allowed = "exactly"
+        elif np.isfinite(e):
+            allowed = f"+- {allow.bound[at]:.3g}"
+        else:
+            allowed = _allowed_text(allow, at)
+        times = f"{ratio[at]:.3g}" if finite and not exact else "-"
+        rows.append(("  " + _name(name, at), _fmt(g), _fmt(e), allowed, times))
+        fields.append(dict(index=at, got=g, expected=e, exact=exact, bound=float(allow.bound[at]),
+                           ratio=float(ratio[at]) if finite and not exact else None))
+    header = ("worst", "got", "expected", "allowed", "error / bound")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in [header, *rows]]
+    return "\n".join(lines), fields
+
+
 @phases.timed("oracles")
 def values(got: np.ndarray, allow: Allowance, *, against: str = "the float64 reference", name: str = "C") -> float:
     """Judge float64 values `got` against `allow`. Returns the largest |got - expected| / bound over the
@@ -68,14 +117,15 @@ def values(got: np.ndarray, allow: Allowance, *, against: str = "the float64 ref
     bad = ~ok
     exact_bad = bad & allow.exact
     count, total = int(bad.sum()), bad.size
+    table, shown = _table(name, got, allow, err, ratio, worst(got, allow, bad, err, ratio))
     if exact_bad.any():  # the sharper verdict: the largest difference where bit-exactness is due
         at = _at(int(np.argmax(np.where(exact_bad, np.nan_to_num(err, nan=np.inf), -1.0))), bad.shape)
         g, e = got[at], allow.expected[at]
         raise NotBitExact(
             f"{_name(name, at)} = {_fmt(g)} where {against} is exactly {_fmt(e)}; {count} of {total} elements are "
             f"wrong, {int(exact_bad.sum())} of them where the arithmetic is exact and every correct kernel is "
-            "bit-exact", index=at, got=float(g), expected=float(e), count=count, total=total, against=against,
-            operand=name)
+            f"bit-exact\n{table}", index=at, got=float(g), expected=float(e), count=count, total=total,
+            against=against, operand=name, worst=shown)
     finite_bad = bad & np.isfinite(err)
     if finite_bad.any():  # the worst finite violation first, else the first non-finite one
         at = _at(int(np.argmax(np.where(finite_bad, ratio, -1.0))), bad.shape)
@@ -83,7 +133,7 @@ def values(got: np.ndarray, allow: Allowance, *, against: str = "the float64 ref
         at = tuple(int(i) for i in np.argwhere(bad)[0])
     g, e = got[at], allow.expected[at]
     fields = dict(index=at, got=float(g), expected=float(e), count=count, total=total, against=against,
-                  operand=name)
+                  operand=name, worst=shown)
     if np.isfinite(g) and np.isfinite(e):
         detail = f"error {_fmt(err[at])} = {ratio[at]:.3g} x the bound"
         fields.update(bound=float(allow.bound[at]), ratio=float(ratio[at]))
@@ -96,4 +146,4 @@ def values(got: np.ndarray, allow: Allowance, *, against: str = "the float64 ref
         detail = "not the non-finite value every correct kernel produces here"
     raise ValueOutOfBound(
         f"{_name(name, at)} = {_fmt(g)} where {against} is {_fmt(e)}; allowed: {_allowed_text(allow, at)} "
-        f"({detail}); {count} of {total} elements are outside what is allowed", **fields)
+        f"({detail}); {count} of {total} elements are outside what is allowed\n{table}", **fields)
