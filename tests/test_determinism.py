@@ -1,10 +1,10 @@
 """Under the ci profile the same code gives the same verdicts and the same shrunk cases, whatever the
 order the tests run in."""
 
-import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import pytest
+from user_runs import junit_cases
 
 from gemm_fuzz.kernels import mutants
 from gemm_fuzz.properties.evaluation import mutation
@@ -26,10 +26,7 @@ def _verdicts(pytester, *extra) -> dict[str, str]:
         str(ROOT / "tests" / "test_oracles.py"), str(ROOT / "tests" / "test_cases.py"),
         str(ROOT / "properties" / "battery" / "test_properties.py"), "-k", "tiled- or tiled_tf32 or oracle or case",
         "--gemm-backend", "interpreter", "-p", "no:cacheprovider", f"--junitxml={report}", *extra, timeout=900)
-    outcomes = {}
-    for case in ElementTree.parse(report).iter("testcase"):
-        kind = next((child.tag for child in case if child.tag in ("failure", "error", "skipped")), "passed")
-        outcomes[f"{case.get('classname')}::{case.get('name')}"] = kind
+    outcomes = {f"{classname}::{name}": kind for classname, name, kind, _ in junit_cases(report)}
     assert "gemm hypothesis profile: ci" in result.stdout.str()  # the derandomized profile ran
     return outcomes
 

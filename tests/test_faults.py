@@ -6,12 +6,12 @@ others run on."""
 import contextlib
 import json
 import time
-import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from user_runs import junit_cases
 
 from gemm_fuzz.properties.checks.example import Example
 from gemm_fuzz.properties.judge.failures import (
@@ -182,11 +182,7 @@ def test_a_hanging_example_is_not_retried_and_shrinking_it_is_bounded(backend):
 
 
 def _durations(report: Path) -> dict[str, tuple[str, float]]:
-    outcomes = {}
-    for case in ElementTree.parse(report).iter("testcase"):
-        kind = next((child.tag for child in case if child.tag in ("failure", "error", "skipped")), "passed")
-        outcomes[case.get("name")] = (kind, float(case.get("time")))
-    return outcomes
+    return {name: (kind, seconds) for _, name, kind, seconds in junit_cases(report)}
 
 
 @pytest.mark.parametrize("func, xdist, timeout", [("loop_forever", False, 16), ("abort", False, 10),

@@ -1,5 +1,8 @@
 """The battery run on a user-style kernel as a user runs it (`pytest --gemm-kernel PATH:FUNC`), in the interpreter
-under the ci profile and writing no repro scripts, and what its outcome must show."""
+under the ci profile and writing no repro scripts, what its outcome must show, and the test cases of a run's JUnit
+XML report."""
+
+import xml.etree.ElementTree as ElementTree
 
 FAST = ["--gemm-backend", "interpreter", "-p", "no:cacheprovider", "--hypothesis-profile", "ci", "--gemm-repros", ""]
 
@@ -21,3 +24,13 @@ def assert_caught(result, kind: str, case: str, regex: bool = False):
         result.stdout.re_match_lines([f".*{kind}.*", f".*case: {case}"])
     else:
         result.stdout.fnmatch_lines([f"*{kind}*", f"*case: {case}"])
+
+
+def junit_cases(report) -> list[tuple[str, str, str, float]]:
+    """(classname, name, outcome, seconds) of each test case in a JUnit XML report, the outcome "passed",
+    "failure", "error" or "skipped"."""
+    found = []
+    for case in ElementTree.parse(report).iter("testcase"):
+        kind = next((child.tag for child in case if child.tag in ("failure", "error", "skipped")), "passed")
+        found.append((case.get("classname"), case.get("name"), kind, float(case.get("time"))))
+    return found
