@@ -66,7 +66,7 @@ def launcher(backend):
 def judged_grouped(variant, case, backend) -> None:
     """A grouped variant on `case` judged by its reference, the grouped relations (the groups relabelled, K
     padded by 5) and agreement with the loop of 2-D problems; each raises on a failure."""
-    observed, ops, verdict = judged(variant, case, backend)
+    _, ops, verdict = judged(variant, case, backend)
     first = relations.observed(verdict)
     grouped_relations.relabel(variant, launcher(backend), ops, first)
     grouped_relations.pad_k(variant, launcher(backend), ops, first, extra=5)
