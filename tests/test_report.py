@@ -39,6 +39,7 @@ def test_a_value_failure_reads_like_assert_close(backend):
     assert re.fullmatch(r"  allowed: \S+ \+- \S+ .*", lines[3])  # and what was allowed there
     count = lines.index("  1 of 1 elements are outside what is allowed")  # how many
     assert lines[count + 1].split() == ["worst", "got", "expected", "allowed", "error", "/", "bound"]  # the worst
+    assert any(line.startswith("  step: ") for line in lines[count:])  # where it arises (judge/diagnosis.py)
     assert lines[-1] == "  repro: python repros/tiled_bf16_through_fp16-bf16-0.py"
     assert failure.headline() == "value out of bound: " + lines[2].strip()
 

@@ -1,5 +1,6 @@
 """A failing example as a kernel author reads it: what was wrong, where, the case in one line and
-the command that replays it, in about fifteen lines, with no frames of the suite's own machinery
+the command that replays it, in about twenty lines at most (a wrong value: its worst elements, a
+small case's inputs and the step its value fits), with no frames of the suite's own machinery
 (the repro script holds the full detail; `--tb=long` shows pytest's own report)."""
 
 from __future__ import annotations
