@@ -9,8 +9,7 @@ each with its own sound bound, and names the deviation that explains the kernel'
 closest, in units of its own bound, where several do):
 
   the product     A and B truncated or rounded to tf32 (fp32 inputs); an integer accumulator of 8 or 16
-                  bits (partial sums wrap); (loosening the bound, tried last) a float accumulator of fewer
-                  bits: 13 (Hopper's fp8 accumulation), fp16's 11 or bf16's 8, rounding or truncating
+                  bits (partial sums wrap)
   scales          a_scale and b_scale rounded to fp16 or bf16 first, one of them not applied, an E8M0
                   byte 0 (2**-127) read as 0; int4 weights: another zero point (none subtracted included)
   the epilogue    gelu's tanh approximation for erf's (or erf's for the approximation), the activation
@@ -20,14 +19,17 @@ closest, in units of its own bound, where several do):
   grouped         the router weight not applied
   the output      rounded toward zero (truncated) instead of to nearest
   the K loop      (where no deviation above fits) only the first or the last n of the K products summed
+  accumulation    (where nothing above fits; it widens the bound rather than moving the value) a float
+                  accumulator of fewer bits: the most it can keep for C to fit (fp16 keeps 11, bf16 8,
+                  Hopper's fp8 accumulation 13), or, C infinite, fp16's range
 
 The kernel's value at the worst element is all there is to go on, so no step can be blamed from it
 alone: every step's error passes into the next, and with the later steps correct a value outside the
 final bound is outside every earlier step's too. A deviation is a claim that can be checked: C fits
 it or not. A deviation "fits" when the kernel's value is within that computation's bound before the
 output rounding plus what rounding to C's dtype adds at the kernel's value (half an ulp of C's dtype
-there; a whole one toward zero), which is tighter than the check's own bound and keeps two nearby
-explanations (an fp16 accumulator and a bf16 one) apart. Where none fits, the declared computation's
+there; a whole one toward zero): tighter than the check's own bound, which rounds at C's largest
+possible value, so that nearby bit counts stay apart. Where none fits, the declared computation's
 intermediates at the element are listed, so the kernel's own can be compared with them.
 
 Every line is computed from the worst element's row of A and column of B alone (cheap, and for a
@@ -214,7 +216,6 @@ class Deviation:
     step: str
     text: str
     flags: dict = field(default_factory=dict)
-    loosens: bool = False  # a wider bound (a narrower accumulator), not another value
 
 
 DECLARED = Deviation("", "the declared computation")
@@ -424,14 +425,32 @@ def _tf32(mode: str):
     return keep
 
 
-_ACCUMULATORS = (  # name, significant bits, truncating
-    ("an accumulator of 13 significant bits (Hopper's fp8 accumulation)", 13, False),
-    ("an accumulator of 13 significant bits, truncating", 13, True),
-    ("an fp16 accumulator", 11, False),
-    ("an fp16 accumulator, truncating", 11, True),
-    ("a bf16 accumulator", 8, False),
-    ("a bf16 accumulator, truncating", 8, True),
-)
+def _accumulator(ctx: _Context, bits: int, acc: Format | None = None) -> Deviation:
+    """Partial sums kept in `bits` significant bits (rounding), in the range of `acc` (default: the
+    declared accumulator's)."""
+    acc = acc or ctx.arith.acc
+    arith = replace(ctx.arith, acc=acc, acc_u=2.0**-bits, exact_bits=min(bits, ctx.arith.exact_bits),
+                    acc_tiny=max(acc.min_normal, ctx.arith.acc_tiny))
+    return Deviation("the accumulation", f"partial sums kept in {bits} significant bits", {"arith": arith})
+
+
+def _fewer_bits(ctx: _Context, got: float) -> tuple[str, Outcome] | None:
+    """The narrowest float accumulator C fits: an infinite C, an fp16 one's range; a finite C, the most
+    significant bits whose bound it fits, below the declared accumulator's (each bound holds the next
+    narrower one's, so the first that fits is the claim: that many bits, or fewer). Words, and the fit."""
+    if not ctx.arith.acc.is_float or ctx.op.scaled:
+        return None
+    if math.isinf(got):
+        fp16 = FORMATS["fp16"]
+        o = outcome(ctx, _accumulator(ctx, fp16.p, fp16))
+        return (f"an fp16 accumulator: {{}}: a partial result past fp16's largest value ({fp16.max:g})?", o) \
+            if fits(o, got, ctx.out, (0, 0)) else None
+    for bits in range(round(-math.log2(ctx.arith.acc_u)) - 1, 3, -1):
+        o = outcome(ctx, _accumulator(ctx, bits))
+        if fits(o, got, ctx.out, (0, 0)):
+            return (f"partial sums kept in {bits} significant bits or fewer (fp16 keeps 11, bf16 8, Hopper's fp8 "
+                    "accumulation 13): {}", o)
+    return None
 
 
 def deviations(ctx: _Context) -> list[Deviation]:
@@ -504,15 +523,6 @@ def deviations(ctx: _Context) -> list[Deviation]:
         for bits in (8, 16):
             found.append(Deviation("the accumulation", f"an int{bits} accumulator (partial sums wrap past "
                                    f"{2 ** (bits - 1) - 1})", {"wrap": bits}))
-    if ctx.arith.acc.is_float and not op.scaled:
-        for text, bits, truncating in _ACCUMULATORS:
-            u = 2.0 ** -(bits - 1 if truncating else bits)
-            if u <= ctx.arith.acc_u:
-                continue
-            acc = {11: FORMATS["fp16"], 8: FORMATS["bf16"]}.get(bits, ctx.arith.acc)
-            arith = replace(ctx.arith, acc=acc, acc_u=u, exact_bits=min(bits, ctx.arith.exact_bits),
-                            acc_tiny=max(acc.min_normal, ctx.arith.acc_tiny))
-            found.append(Deviation("the accumulation", text, {"arith": arith}, loosens=True))
     return found
 
 
@@ -592,16 +602,7 @@ def step_line(ops, el: Element, precision: str, partials: int, got: float, expec
         return None  # the recomputation is not the check's: say nothing
     if fits(declared, got, ctx.out, (0, 0)):
         return None  # within the declared computation's fit: nothing to blame
-    found, loose = [], None
-    for dev in deviations(ctx):
-        if dev.loosens and (found or loose):
-            continue
-        o = outcome(ctx, dev)
-        if fits(o, got, ctx.out, (0, 0)):
-            if dev.loosens:
-                loose = (dev, o)
-            else:
-                found.append((dev, o))
+    found = [(dev, o) for dev in deviations(ctx) for o in [outcome(ctx, dev)] if fits(o, got, ctx.out, (0, 0))]
     said = f"{name} = {_fmt(got)} fits"
     against = f"against {_value(declared, ctx.out)} as declared"
     if found:  # the closest fit, in units of its own allowance
@@ -614,12 +615,10 @@ def step_line(ops, el: Element, precision: str, partials: int, got: float, expec
     cut = _cut_short(ctx, got)
     if cut:
         return f"step: the K loop: {said} {cut}, {against}"
-    if loose:
-        dev, o = loose
-        acc = dev.flags["arith"].acc
-        why = (f"a partial result past {acc.name}'s largest value ({acc.max:g}) on the way?" if math.isinf(got)
-               else "partial sums kept in fewer bits?")
-        return f"step: {dev.step}: {said} {dev.text} ({_value(o, ctx.out)}, {against}): {why}"
+    narrower = _fewer_bits(ctx, got)
+    if narrower:
+        text, o = narrower
+        return f"step: the accumulation: {said} {text.format(f'{_value(o, ctx.out)}, {against}')}"
     if not (math.isfinite(got) and math.isfinite(v)):
         return None  # the message already says what a non-finite value means here
     if len(declared.steps) > 1:
