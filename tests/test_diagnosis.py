@@ -9,11 +9,14 @@ import re
 import sys
 
 import pytest
+import torch
+from doubles import fake
 
 from gemm_fuzz import kernels
 from gemm_fuzz.kernels import mutants
 from gemm_fuzz.kernels.mutants import Edit, plant
 from gemm_fuzz.kernels.mutants.catalog import ROWWISE_APPLY
+from gemm_fuzz.kernels.operation import Operation
 from gemm_fuzz.properties.judge import compare, diagnosis, failures, oracles
 from gemm_fuzz.properties.model.cases import Epilogue, GemmCase, materialize
 from gemm_fuzz.properties.report import display
@@ -155,6 +158,49 @@ STEPS = [  # the bug, a case that shows it, what the step line must say
 def test_the_step_where_a_known_bug_arises_is_named(backend, variant, case, said):
     failure = _failure(variant() if callable(variant) else variant, case)
     assert re.fullmatch(said, _step(failure)), _step(failure)
+
+
+EPILOGUE = Operation(alpha=True, beta=True, bias="n", activation="gelu", residual=True)
+GELU = {"gelu": torch.nn.functional.gelu, "none": lambda y: y,
+        "tanh": lambda y: torch.nn.functional.gelu(y, approximate="tanh")}
+
+
+def _epilogue_double(wrong: str):
+    """C = gelu(alpha * A @ B + beta * C_in + bias) + residual in fp32, as a fused epilogue computes it, with
+    one step done `wrong`."""
+    def compute(a, b, c, x):
+        alpha, beta = float(x["alpha"]), float(x["beta"])
+        y = torch.matmul(a.double(), b.double()).float()
+        if wrong != "alpha after":
+            y = y * (1.0 if wrong == "no alpha" else alpha)
+        if wrong != "no C_in":
+            y = y + (1.0 if wrong == "no beta" else beta) * x["c_in"].float()
+        y = y + x["bias"].float()[None, :] * {"no bias": 0, "bias twice": 2}.get(wrong, 1)
+        y = GELU[{"tanh gelu": "tanh", "no gelu": "none"}.get(wrong, "gelu")](y)
+        y = y * alpha if wrong == "alpha after" else y
+        return y + (0.0 if wrong == "no residual" else x["residual"].float())
+    return fake(compute, {torch.float32: (torch.float32,)}, EPILOGUE, name=f"epilogue_{wrong.replace(' ', '_')}")
+
+
+@pytest.mark.parametrize("wrong, step, text", [
+    ("no alpha", "alpha", "alpha not applied"),
+    ("alpha after", "alpha", "alpha applied after the activation (alpha * gelu(...)), not before it"),
+    ("no beta", "beta", "beta not applied"),
+    ("no C_in", "C_in", "C_in not added"),
+    ("no bias", "the bias", "the bias not added"),
+    ("bias twice", "the bias", "the bias added twice"),
+    ("tanh gelu", "the activation", "gelu's tanh approximation (erf's gelu is declared)"),
+    ("no gelu", "the activation", "no gelu applied"),
+    ("no residual", "the residual", "the residual not added"),
+])
+def test_each_epilogue_step_done_wrong_is_named(backend, wrong, step, text):
+    """alpha = 0.5, beta = 3 and ones elsewhere: y = 0.5 + 3 + 1, C = gelu(4.5) + 1, and each step left out,
+    doubled or moved gives a value of its own."""
+    failure = _failure(_epilogue_double(wrong), GemmCase(1, 1, 1, "fp32", "fp32",
+                                                         epilogue=Epilogue(alpha=0.5, beta=3.0)))
+    said = _step(failure)
+    assert said.startswith(f"step: {step}: C[0, 0] = {failure.got:.9g} fits {text}: "), said
+    assert " other deviation" not in said  # the one deviation that fits
 
 
 def test_a_wrong_value_no_deviation_explains_lists_the_references_steps(backend, monkeypatch):
