@@ -153,9 +153,16 @@ STEPS = [  # the bug, a case that shows it, what the step line must say
 ]
 
 
+# the cases whose expected step counts the K products of the interpreter's configuration's K tile
+K_TILE_OF_THE_INTERPRETER = {"grouped_k_loop_floor", "stream_k_late_first_owner"}
+
+
 @pytest.mark.parametrize("variant, case, said", STEPS, ids=[s[0] if isinstance(s[0], str) else s[0].__name__
                                                            for s in STEPS])
 def test_the_step_where_a_known_bug_arises_is_named(backend, variant, case, said):
+    if variant in K_TILE_OF_THE_INTERPRETER and not backend.interpreted:
+        pytest.skip("the K products this case drops depend on the K tile of the configuration, the interpreter's "
+                    "here (a GPU's larger one drops them all: 'the K loop never runs?')")
     failure = _failure(variant() if callable(variant) else variant, case)
     assert re.fullmatch(said, _step(failure)), _step(failure)
 

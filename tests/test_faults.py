@@ -268,18 +268,23 @@ finally:
 
 
 def test_every_failure_kind_is_defined_where_decoding_finds_it():
-    """No module of the suite defines a kind of its own: a process decodes a failure with failures.py alone."""
-    import importlib
-    import pkgutil
+    """No module of the suite defines a kind of its own: a process decodes a failure with failures.py alone.
+    Read from the source (no module imported, so it holds on every backend)."""
+    import ast
 
-    import gemm_fuzz.properties
+    from gemm_fuzz.properties.judge import failures
 
-    for module in pkgutil.walk_packages(gemm_fuzz.properties.__path__, "gemm_fuzz.properties."):
-        if module.name.endswith(("plugin", "campaign", "watch")) or ".battery" in module.name:
-            continue  # entry points with side effects; they define no kinds
-        importlib.import_module(module.name)
-    outside = {name: cls.__module__ for name, cls in GemmFailure._registry.items()
-               if cls.__module__.startswith("gemm_fuzz.") and cls.__module__ != GemmFailure.__module__}
+    root = Path(failures.__file__).resolve()
+    kinds = set(GemmFailure._registry)
+    outside = []
+    for top in ("kernels", "properties", "reference"):
+        for path in (root.parents[2] / top).rglob("*.py"):
+            if path == root:
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ClassDef) and any(getattr(b, "id", getattr(b, "attr", None)) in kinds
+                                                          for b in node.bases):
+                    outside.append(f"{path.name}: {node.name}")
     assert not outside, outside
 
 
@@ -307,7 +312,10 @@ def test_an_example_run_in_this_process_gets_a_workers_deadline(backend):
 def test_simplifying_a_failure_in_this_process_ends_promptly(backend):
     """The swiglu mutant reading B's rows backwards, searched and simplified in this process as the battery
     does: its out-of-bounds access chains back to itself through the interpreter's error, and the
-    programs-together path once walked that chain forever (no verdict in 300 s)."""
+    programs-together path once walked that chain forever (no verdict in 300 s). Interpreter only: on a GPU
+    the stray read shows as a wrong value, and nothing runs together."""
+    if not backend.interpreted:
+        pytest.skip("the programs-together path is the interpreter's")
     from gemm_fuzz.kernels import mutants
     from gemm_fuzz.properties import checks
     from gemm_fuzz.properties.launch.targets import Target
