@@ -236,6 +236,13 @@ class DataRace(ConcurrencyError):
 
     kind = "data race"
 
+    def headline(self) -> str:
+        f = self.fields
+        if not f.get("line"):
+            return super().headline()
+        return (f"data race on {f['operand']} in kernel '{f['kernel']}': {f['op']} at {f['line']} against "
+                f"{f.get('other_op')} at {f.get('other_line')}")
+
     def site(self) -> str:
         if not self.fields.get("line"):
             return super().site()
