@@ -169,7 +169,7 @@ def test_the_step_where_a_known_bug_arises_is_named(backend, variant, case, said
 
 EPILOGUE = Operation(alpha=True, beta=True, bias="n", activation="gelu", residual=True)
 GELU = {"gelu": torch.nn.functional.gelu, "none": lambda y: y,
-        "tanh": lambda y: torch.nn.functional.gelu(y, approximate="tanh")}
+        "tanh": lambda y: torch.nn.functional.gelu(y, approximate="tanh"), "silu": torch.nn.functional.silu}
 
 
 def _epilogue_double(wrong: str):
@@ -183,7 +183,7 @@ def _epilogue_double(wrong: str):
         if wrong != "no C_in":
             y = y + (1.0 if wrong == "no beta" else beta) * x["c_in"].float()
         y = y + x["bias"].float()[None, :] * {"no bias": 0, "bias twice": 2}.get(wrong, 1)
-        y = GELU[{"tanh gelu": "tanh", "no gelu": "none"}.get(wrong, "gelu")](y)
+        y = GELU[{"tanh gelu": "tanh", "no gelu": "none", "silu": "silu"}.get(wrong, "gelu")](y)
         y = y * alpha if wrong == "alpha after" else y
         return y + (0.0 if wrong == "no residual" else x["residual"].float())
     return fake(compute, {torch.float32: (torch.float32,)}, EPILOGUE, name=f"epilogue_{wrong.replace(' ', '_')}")
@@ -198,6 +198,7 @@ def _epilogue_double(wrong: str):
     ("bias twice", "the bias", "the bias added twice"),
     ("tanh gelu", "the activation", "gelu's tanh approximation (erf's gelu is declared)"),
     ("no gelu", "the activation", "no gelu applied"),
+    ("silu", "the activation", "silu, not the declared gelu"),
     ("no residual", "the residual", "the residual not added"),
 ])
 def test_each_epilogue_step_done_wrong_is_named(backend, wrong, step, text):

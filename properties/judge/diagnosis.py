@@ -46,6 +46,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import torch
 
+from gemm_fuzz.kernels.operation import ACTIVATIONS
 from gemm_fuzz.properties.judge.failures import WrongValue
 from gemm_fuzz.reference import bounds, epilogue, numpy_ref, scaled
 from gemm_fuzz.reference.epilogue import Term
@@ -491,6 +492,11 @@ def deviations(ctx: _Context) -> list[Deviation]:
         found.append(Deviation("the activation", text, {"activation": other}))
     if act:
         found.append(Deviation("the activation", f"no {act} applied", {"no_activation": True}))
+        for other in ACTIVATIONS:  # another activation altogether (leaky_relu where relu is declared, say)
+            if other != act and {act, other} != {"gelu", "gelu_tanh"}:
+                slope = f" (slope {op.slope})" if other == "leaky_relu" else ""
+                found.append(Deviation("the activation", f"{other}{slope}, not the declared {act}",
+                                       {"activation": other}))
     if op.gated:
         found.append(Deviation("the gate", "the activation applied to the up half, not the gate",
                                {"swap_halves": True}))
@@ -602,7 +608,14 @@ def step_line(ops, el: Element, precision: str, partials: int, got: float, expec
         return None  # the recomputation is not the check's: say nothing
     if fits(declared, got, ctx.out, (0, 0)):
         return None  # within the declared computation's fit: nothing to blame
-    found = [(dev, o) for dev in deviations(ctx) for o in [outcome(ctx, dev)] if fits(o, got, ctx.out, (0, 0))]
+    found, seen = [], []
+    for dev in deviations(ctx):
+        o = outcome(ctx, dev)
+        if fits(o, got, ctx.out, (0, 0)):
+            key = float(o.value[0, 0])
+            if key not in seen:  # one that predicts what an earlier one does here says nothing more
+                found.append((dev, o))
+                seen.append(key)
     said = f"{name} = {_fmt(got)} fits"
     against = f"against {_value(declared, ctx.out)} as declared"
     if found:  # the closest fit, in units of its own allowance
