@@ -148,7 +148,7 @@ class _Region:
 
 
 def _regions(launch: Launch) -> list[_Region]:
-    spans = sorted((o.ptr, o.end, o.itemsize) for o in launch.operands)
+    spans = sorted((o.ptr, o.end, o.itemsize) for o in launch.arguments)
     regions: list[list[int]] = []  # [start, end, unit]
     for start, end, itemsize in spans:
         if regions and start < regions[-1][1]:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gemm_fuzz.properties.interpreter.operands import Operand
+from gemm_fuzz.properties.interpreter.tensor_arguments import TensorArgument
 from gemm_fuzz.properties.judge.failures import DuplicateStore, GemmFailure, OutOfBoundsAccess
 
 _TAG = "bounds_checked.origin"  # key in TensorHandle.attr: tuple of the _Extents a pointer may address
@@ -63,7 +63,7 @@ def _membership(shape: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:
 
 
 @dataclass(frozen=True, eq=False)
-class _Extent(Operand):
+class _Extent(TensorArgument):
     """One tensor argument of a launch and what its pointer may address: `member`, over the element offsets
     of its span, True at its elements."""
 

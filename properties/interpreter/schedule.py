@@ -49,7 +49,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gemm_fuzz.properties.interpreter import operands, together
+from gemm_fuzz.properties.interpreter import tensor_arguments, together
 from gemm_fuzz.properties.judge.failures import ConcurrencyError, Deadlock, GridTooLarge
 
 
@@ -89,7 +89,7 @@ class Launch:
         self.kernel = getattr(fn, "__name__", "?")
         self.filename = code.co_filename if code else ""
         self.programs = [(x, y, z) for x in range(grid[0]) for y in range(grid[1]) for z in range(grid[2])]
-        self.operands = operands.of_launch(host)
+        self.arguments = tensor_arguments.of_launch(host)
         self.sites: list[tuple[str, str | None]] = []  # (op, "file:line") by site id
         self._site_ids: dict[tuple[str, str | None], int] = {}
 
@@ -113,7 +113,7 @@ class Launch:
     def locate(self, addr: int) -> tuple[str | None, int | None, tuple[int, ...] | None]:
         """(operand, element offset, coordinates) of a byte address; an element of an operand wins."""
         best = (None, None, None)
-        for operand in self.operands:
+        for operand in self.arguments:
             if operand.ptr <= addr < operand.end:
                 offset, coords = operand.locate(addr)
                 if coords is not None:
@@ -404,8 +404,8 @@ _state = _State()
 def _run_programs(fn, args: dict, grid: tuple[int, int, int], host: dict) -> None:
     builder = _INTERP.interpreter_builder
     context = _state.contexts[-1] if _state.contexts else None
-    if together.worth_trying(fn, grid, _state.observers) and together.run(fn, args, grid, operands.of_launch(host),
-                                                                          builder):
+    if together.worth_trying(fn, grid, _state.observers) and together.run(
+            fn, args, grid, tensor_arguments.of_launch(host), builder):
         if context is not None:
             context.runs.append(_ran_whole(fn, grid, context._rng))
         return

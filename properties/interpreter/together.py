@@ -85,7 +85,7 @@ class _State:
         self.programs = 0  # P
         self.ids: list[np.ndarray] = []  # per grid axis, (P, 1) int32
         self.accesses: list[_Access] = []
-        self.operands: list = []
+        self.arguments: list = []  # the launch's tensor arguments
         self.saved: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # operand index -> (its bytes, their copy)
         self.kernels: dict = {}  # kernel function -> [launches run together, launches run one by one]
         self.launches = [0, 0]  # [together, one by one after trying]: for tests and measurements
@@ -334,19 +334,19 @@ def _note(addrs: np.ndarray, mask: np.ndarray, itemsize: int, writes: bool, toge
         return
     lo, hi = int(lanes.min()), int(lanes.max()) + itemsize
     # the arguments a store may change: one that holds every lane, else each one some lane falls in
-    touched = [i for i, o in enumerate(_state.operands) if o.ptr <= lo and hi <= o.end][:1]
+    touched = [i for i, o in enumerate(_state.arguments) if o.ptr <= lo and hi <= o.end][:1]
     if not touched:
-        touched = [i for i, o in enumerate(_state.operands) if lo < o.end and o.ptr < hi]
+        touched = [i for i, o in enumerate(_state.arguments) if lo < o.end and o.ptr < hi]
         inside = np.zeros(lanes.shape, dtype=bool)
         for i in touched:
-            o = _state.operands[i]
+            o = _state.arguments[i]
             inside |= (lanes >= o.ptr) & (lanes + itemsize <= o.end)
         if not inside.all():
             raise _Apart("an access outside the launch's tensor arguments")
     if writes:
         for i in touched:
             if i not in _state.saved:
-                o = _state.operands[i]
+                o = _state.arguments[i]
                 if o.end - o.ptr > MAX_SAVED_BYTES:
                     raise _Apart("an output too large to save before the first store")
                 view = np.ctypeslib.as_array((ctypes.c_uint8 * (o.end - o.ptr)).from_address(o.ptr))
@@ -557,7 +557,7 @@ def worth_trying(fn, grid: tuple[int, int, int], observers) -> bool:
     return together > 0 or apart < GIVE_UP_AFTER
 
 
-def run(fn, args: dict, grid: tuple[int, int, int], operands: list, builder) -> bool:
+def run(fn, args: dict, grid: tuple[int, int, int], arguments: list, builder) -> bool:
     """Run the launch's programs together. True: they ran, and memory holds what they wrote. False: they
     could not, and memory is as it was before the launch; run them one by one."""
     from gemm_fuzz.properties.interpreter import sanitizer
@@ -565,7 +565,7 @@ def run(fn, args: dict, grid: tuple[int, int, int], operands: list, builder) -> 
     programs = grid[0] * grid[1] * grid[2]
     ids = np.indices(grid, dtype=np.int32).reshape(3, programs)  # program-id order: x, then y, then z
     _state.ids = [ids[axis].reshape(programs, 1) for axis in range(3)]
-    _state.programs, _state.accesses, _state.operands, _state.saved = programs, [], operands, {}
+    _state.programs, _state.accesses, _state.arguments, _state.saved = programs, [], arguments, {}
     rewind = sanitizer.checkpoint()
     patches = _state.patches = _language_patches()
     before = [(owner, name, owner.__dict__.get(name, _MISSING)) for owner, name, _ in patches]
@@ -592,7 +592,7 @@ def run(fn, args: dict, grid: tuple[int, int, int], operands: list, builder) -> 
                 delattr(owner, name)
             else:
                 setattr(owner, name, value)
-        _state.accesses, _state.operands = [], []
+        _state.accesses, _state.arguments = [], []
     counts = _state.kernels.setdefault(fn, [0, 0])
     if ok:
         counts[0] += 1

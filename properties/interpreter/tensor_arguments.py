@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
-class Operand:
+class TensorArgument:
     """A tensor argument of a launch."""
 
     name: str
@@ -33,7 +33,7 @@ class Operand:
         return offset, tuple(coords) if inside else None
 
 
-def of_launch(host: dict) -> list[Operand]:
+def of_launch(host: dict) -> list[TensorArgument]:
     """The tensor arguments of a launch (tuples and host TensorDescriptors looked into), by parameter name;
     empty tensors and those with negative strides left out."""
     from triton.runtime.jit import TensorWrapper
@@ -51,7 +51,7 @@ def of_launch(host: dict) -> list[Operand]:
             itemsize = value.dtype.primitive_bitwidth // 8 if isinstance(value, TensorWrapper) else value.element_size()
             shape, strides = tuple(tensor.shape), tuple(tensor.stride())
             if tensor.numel() and min(strides, default=0) >= 0:
-                found.append(Operand(name, value.data_ptr(), max(1, itemsize), shape, strides))
+                found.append(TensorArgument(name, value.data_ptr(), max(1, itemsize), shape, strides))
 
     for name, value in host.items():
         add(name, value)
