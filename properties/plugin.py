@@ -507,7 +507,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
         failures = display.failures(call.excinfo.value) or []
         # plain data, so it travels with the report from an xdist worker to the summary
-        report.gemm_failures = [bugs.record(f, item.originalname, f.headline()) for f in failures]
+        report.gemm_failures = [bugs.record(f, item.originalname) for f in failures]
         if failures and item.config.getoption("tbstyle") in ("auto", "short"):
             report.longrepr = display.longrepr(failures, str(item.path))
     return report

@@ -57,7 +57,7 @@ def test_an_out_of_bounds_failure_names_the_access_in_its_headline(backend):
 def _record(test: str, dtype: str, failure: failures.GemmFailure, case: GemmCase | None = None) -> dict:
     failure.with_context(variant="user:k.matmul#1", case="...")
     failure.case = case
-    return bugs.record(failure, test, failure.headline())
+    return bugs.record(failure, test)
 
 
 def _oob(line: str) -> failures.GemmFailure:

@@ -518,16 +518,10 @@ def load_case(directory, device=None) -> SavedCase:
 # --- running --------------------------------------------------------------------------------------------
 
 
-def _expected_call(signature: str, keywords: list[str], configs: bool) -> str:
-    call = "solve(a, b, c, M, N, K)" if signature == "leetgpu" else "FUNC(a, b, c)"
-    extra = keywords + (["config"] if configs else [])
-    return call[:-1] + (", *, " + ", ".join(extra) + ")" if extra else ")")
-
-
 def _variant_of(func, saved: SavedCase):
     """FUNC as a Variant whose launch calls it as its contract does: a Variant as it is, a 'PATH.py:FUNC'
     or 'module:FUNC' loaded as the suite loads a user's kernel, a function wrapped."""
-    from gemm_fuzz.kernels import contracts
+    from gemm_fuzz.kernels import autotuning, contracts
     from gemm_fuzz.kernels.registry import Variant
     from gemm_fuzz.properties.launch import user_kernel
 
@@ -544,7 +538,7 @@ def _variant_of(func, saved: SavedCase):
         return func
     if not callable(func):
         raise SavedCaseError(f"FUNC is a {type(func).__name__}, not a kernel; expected a function called as "
-                             f"{_expected_call('plain', list(saved.operation.keywords().values()), False)} (computing "
+                             f"{user_kernel.expected_call(False, saved.operation.keywords(), False)} (computing "
                              f"{formula}), a registered Variant, or 'PATH.py:FUNC'")
     name = getattr(func, "__qualname__", getattr(func, "__name__", repr(func)))
     declared = getattr(func, contracts.ATTRIBUTE, None)
@@ -565,36 +559,21 @@ def _variant_of(func, saved: SavedCase):
         parameters = {}
     # the configuration drawn, where the contract declares configurations (else where FUNC takes one)
     takes_config = bool(contract.configs) if contract else "config" in parameters
-    keywords = {**{k: None for k in names.values()}, **({"config": None} if takes_config else {})}
-    try:
-        inspect.signature(func).bind(*range(6 if signature == "leetgpu" else 3), **keywords)
-    except (TypeError, ValueError):
+    leetgpu = signature == "leetgpu"
+    if not user_kernel.binds(func, leetgpu, names, takes_config):
         try:
             shown = f"{name}{inspect.signature(func)}"
         except (TypeError, ValueError):
             shown = name
-        expected = _expected_call(signature, list(names.values()), takes_config)
-        raise SavedCaseError(f"{shown} cannot be called as {expected} (the {signature} signature, computing "
-                             f"{formula}): the way the saved case's kernel is called") from None
+        raise SavedCaseError(f"{shown} cannot be called as {user_kernel.expected_call(leetgpu, names, takes_config)} "
+                             f"(the {signature} signature, computing {formula}): the way the saved case's kernel is "
+                             "called")
     launched = saved.config
-    keys = set()
-    if tuner is not None:
-        from gemm_fuzz.kernels import autotuning
-
-        keys = {k for config in tuner.configs for k in autotuning.as_dict(config)}
+    keys = {k for config in tuner.configs for k in autotuning.as_dict(config)} if tuner is not None else set()
+    call = user_kernel.caller(func, name, leetgpu, names, takes_config, tuner, keys)
 
     def launch(a, b, c, config=None, **extras):
-        given = {names[e]: v for e, v in extras.items()}
-        args = (a, b, c, a.shape[0], a.shape[1], b.shape[1]) if signature == "leetgpu" else (a, b, c)
-        if tuner is not None:
-            from gemm_fuzz.kernels import autotuning
-
-            with autotuning.pinned(tuner, {k: v for k, v in launched.items() if k in keys}):
-                func(*args, **given)
-        elif takes_config:
-            func(*args, config=launched, **given)
-        else:
-            func(*args, **given)
+        call(a, b, c, (a.shape[0], b.shape[1], a.shape[1]), launched, extras)
 
     from gemm_fuzz.reference.formats import by_name
 

@@ -55,8 +55,8 @@ faithful emulation exists, fixed for this process. `apply()` returns what it app
                  atom.add.bf16 do on the GPU.
 
 `FIXES` (at the end) is the table: each gap's probe, its fix and its header line, applied in order. Every fix
-is verified after it is applied: if its probe still fails, start-up fails loudly. The last three are
-rewrites of the kernel's syntax tree on top of the interpreter's own (`_kernel_rewriter`).
+is verified after it is applied: if its probe still fails, start-up fails loudly. Loop indices and boolean
+ops are rewrites of the kernel's syntax tree on top of the interpreter's own (`_kernel_rewriter`).
 """
 
 from __future__ import annotations
@@ -738,7 +738,7 @@ def half_atomic_add_is_faithful(device="cpu") -> bool:
 #                 a mask `(rows < M) and (cols < N)` became `cols < N`; the compiler combines tensors
 #                 elementwise (code_generator.visit_BoolOp, visit_UnaryOp)
 
-# the function each rewrite calls, by its name in the rewritten kernel: a global of interpreter.py, which the
+# the name each rewrite's function has in the rewritten kernel: a global of interpreter.py, which the
 # interpreter's rewriter copies into the kernel's globals
 _HELPERS = {"loop indices": "_gemm_fuzz_loop_range", "boolean ops": "_gemm_fuzz_boolean"}
 _REWRITES: set[str] = set()  # the rewrites enabled
@@ -828,11 +828,12 @@ def _kernel_rewriter():
     return KernelRewriter()
 
 
-def _enable_rewrite(name: str) -> None:
-    setattr(_interp, _HELPERS[name], {"loop indices": _loop_indices, "boolean ops": _boolean}[name])
-    _REWRITES.add(name)
-    if not type(_interp.FunctionRewriter.ast_transformer).__name__ == "KernelRewriter":
+def _enable_rewrite(name: str, function) -> None:
+    """Rewrite `name` from now on, calling `function`: the rewriter installed with the first one."""
+    setattr(_interp, _HELPERS[name], function)
+    if not _REWRITES:
         _interp.FunctionRewriter.ast_transformer = _kernel_rewriter()
+    _REWRITES.add(name)
     _interp.InterpretedFunction.rewritten_fn.clear()  # kernels rewritten before (the probes) are again
 
 
@@ -892,10 +893,10 @@ class Fix:
 FIXES = (
     Fix("loop bounds", loop_bounds_work, _patch_index,
         "int() of 1-element arrays (Triton 3.6 with NumPy >= 2.4)", on_gpu=False),
-    Fix("loop indices", loop_indices_are_scalars, lambda: _enable_rewrite("loop indices"),
+    Fix("loop indices", loop_indices_are_scalars, lambda: _enable_rewrite("loop indices", _loop_indices),
         "range and tl.range indices are int32 or int64 scalars, as compiled (they were Python ints: no .to(), "
         "no 32-bit wrap)"),
-    Fix("boolean ops", boolean_ops_are_elementwise, lambda: _enable_rewrite("boolean ops"),
+    Fix("boolean ops", boolean_ops_are_elementwise, lambda: _enable_rewrite("boolean ops", _boolean),
         "`and`, `or` and `not` on tensors combine lanes, as compiled (they took a block as true: a mask "
         "`(rows < M) and (cols < N)` dropped its first half)"),
     Fix("bf16 cast", bf16_cast_rounds_to_nearest_even, _patch_bf16_cast,

@@ -285,37 +285,18 @@ def load(spec: str, signature: str | None = None) -> Variant:
                               "the autotuner's list is its configuration space, so leave configs out")
     configs, tuner_keys = _space(tuner, declared.blocks) if tuner is not None else (declared.configs, set())
     leetgpu = declared.signature == "leetgpu"
-    arguments = range(6 if leetgpu else 3)
     names = declared.operation.keywords()  # the extras, by the keywords FUNC takes them as
-    keywords = {**{k: None for k in names.values()}, **({"config": None} if declared.configs else {})}
-    try:
-        inspect.signature(fn).bind(*arguments, **keywords)
-    except TypeError:
-        expected = "solve(a, b, c, M, N, K)" if leetgpu else "FUNC(a, b, c)"
-        if names:  # the extras by keyword
-            expected = expected[:-1] + ", *, " + ", ".join(keywords) + ")"
-        elif keywords:
-            expected = expected[:-1] + ", config)"
+    if not binds(fn, leetgpu, names, bool(declared.configs)):
         raise KernelSpecError(
-            f"{spec!r}: {func}{inspect.signature(fn)} cannot be called as {expected} (the "
-            f"{declared.signature} signature" + (", with declared configs" if declared.configs else "")
-            + (f", computing {declared.operation.describe()}" if names else "") + ")"
-        ) from None
+            f"{spec!r}: {func}{inspect.signature(fn)} cannot be called as "
+            f"{expected_call(leetgpu, names, bool(declared.configs))} (the {declared.signature} signature"
+            + (", with declared configs" if declared.configs else "")
+            + (f", computing {declared.operation.describe()}" if names else "") + ")")
+    call = caller(fn, func, leetgpu, names, bool(declared.configs), tuner, tuner_keys)
 
     def launch(a, b, c, config=None, **extras):
         M, N, K = operands.check(variant, a, b, c, extras)
-        chosen = variant.config(*operands.device_and_dtype(a), config)
-        args = (a, b, c, M, K, N) if leetgpu else (a, b, c)  # LeetGPU: A is M x N, B is N x K, C is M x K
-        given = {names[e]: v for e, v in extras.items()}
-        if tuner is not None:
-            with autotuning.pinned(tuner, {k: v for k, v in chosen.items() if k in tuner_keys}):
-                returned = fn(*args, **given)
-        elif declared.configs:
-            returned = fn(*args, config=chosen, **given)
-        else:
-            returned = fn(*args, **given)
-        if isinstance(returned, torch.Tensor) and isinstance(c, torch.Tensor):
-            _returned_instead_of_writing(func, returned, c)
+        call(a, b, c, (M, N, K), variant.config(*operands.device_and_dtype(a), config), extras)
 
     described = f"{declared.signature} signature" + (f", autotuned over {len(configs)} configurations"
                                                      if tuner is not None else "")
@@ -327,6 +308,48 @@ def load(spec: str, signature: str | None = None) -> Variant:
     _DECLARED[ref.name] = declared
     _SEEN.update({f: _contents(f) for f in tree(Path(ref.path))})  # refresh() compares with these (path: resolved)
     return variant
+
+
+def expected_call(leetgpu: bool, names: dict, takes_config: bool) -> str:
+    """How the suite calls FUNC, in words: `FUNC(a, b, c, *, bias, config)`, LeetGPU's `solve(...)`."""
+    call = "solve(a, b, c, M, N, K)" if leetgpu else "FUNC(a, b, c)"
+    keywords = [*names.values(), *(["config"] if takes_config else [])]
+    if names:  # the extras by keyword
+        return call[:-1] + ", *, " + ", ".join(keywords) + ")"
+    return call[:-1] + ", config)" if takes_config else call
+
+
+def binds(fn, leetgpu: bool, names: dict, takes_config: bool) -> bool:
+    """Can FUNC be called as `expected_call` says?"""
+    keywords = {**{k: None for k in names.values()}, **({"config": None} if takes_config else {})}
+    try:
+        inspect.signature(fn).bind(*range(6 if leetgpu else 3), **keywords)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def caller(fn, func: str, leetgpu: bool, names: dict, takes_config: bool, tuner: Autotuner | None,
+           tuner_keys: set[str]):
+    """`call(a, b, c, (M, N, K), config, extras)`: FUNC called as the suite calls it, with the extras by the
+    keywords it takes them as, `config=` where it takes one, an autotuned kernel pinned to `config`; a
+    FUNC that returns its result instead of writing c is told so."""
+
+    def call(a, b, c, dims, config, extras):
+        M, N, K = dims
+        args = (a, b, c, M, K, N) if leetgpu else (a, b, c)  # LeetGPU: A is M x N, B is N x K, C is M x K
+        given = {names[e]: v for e, v in extras.items()}
+        if tuner is not None:
+            with autotuning.pinned(tuner, {k: v for k, v in config.items() if k in tuner_keys}):
+                returned = fn(*args, **given)
+        elif takes_config:
+            returned = fn(*args, config=config, **given)
+        else:
+            returned = fn(*args, **given)
+        if isinstance(returned, torch.Tensor) and isinstance(c, torch.Tensor):
+            _returned_instead_of_writing(func, returned, c)
+
+    return call
 
 
 def _returned_instead_of_writing(func: str, returned: torch.Tensor, c: torch.Tensor) -> None:

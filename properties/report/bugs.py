@@ -41,11 +41,11 @@ class Bug:
         return out
 
 
-def record(failure, test: str, headline: str) -> dict:
+def record(failure, test: str) -> dict:
     """One failure of one test, as plain data (it travels from xdist workers in the test report)."""
     case = getattr(failure, "case", None)
     return {"variant": failure.context.get("variant", "?"), "site": failure.site(), "kind": failure.kind,
-            "test": test, "dtype": case.dtype if case is not None else "?", "headline": headline,
+            "test": test, "dtype": case.dtype if case is not None else "?", "headline": failure.headline(),
             "case": case.describe() if case is not None else failure.context.get("case", ""),
             "repro": str(getattr(failure, "repro", "") or "")}
 
