@@ -67,11 +67,8 @@ def worst(got: np.ndarray, allow: Allowance, bad: np.ndarray, err: np.ndarray, r
     picked: list[int] = []
     for mask, key in ((exact_bad, np.nan_to_num(err, nan=np.inf)), (finite_bad, ratio), (rest, None)):
         flat = np.flatnonzero(mask)
-        if key is not None and flat.size > count:
-            keys = key.ravel()[flat]
-            flat = flat[np.argpartition(-keys, count - 1)[:count]]
-        if key is not None:
-            flat = flat[np.argsort(-key.ravel()[flat], kind="stable")]
+        if key is not None:  # largest first; among equals, the first in index order (as argmax picks)
+            flat = flat[np.lexsort((flat, -key.ravel()[flat]))]
         picked += flat[:count - len(picked)].tolist()
         if len(picked) >= count:
             break
@@ -117,21 +114,16 @@ def values(got: np.ndarray, allow: Allowance, *, against: str = "the float64 ref
     bad = ~ok
     exact_bad = bad & allow.exact
     count, total = int(bad.sum()), bad.size
-    table, shown = _table(name, got, allow, err, ratio, worst(got, allow, bad, err, ratio))
+    found = worst(got, allow, bad, err, ratio)  # the first line's element is the worst
+    table, shown = _table(name, got, allow, err, ratio, found)
+    at = found[0]
+    g, e = got[at], allow.expected[at]
     if exact_bad.any():  # the sharper verdict: the largest difference where bit-exactness is due
-        at = _at(int(np.argmax(np.where(exact_bad, np.nan_to_num(err, nan=np.inf), -1.0))), bad.shape)
-        g, e = got[at], allow.expected[at]
         raise NotBitExact(
             f"{_name(name, at)} = {_fmt(g)} where {against} is exactly {_fmt(e)}; {count} of {total} elements are "
             f"wrong, {int(exact_bad.sum())} of them where the arithmetic is exact and every correct kernel is "
             f"bit-exact\n{table}", index=at, got=float(g), expected=float(e), count=count, total=total,
             against=against, operand=name, worst=shown)
-    finite_bad = bad & np.isfinite(err)
-    if finite_bad.any():  # the worst finite violation first, else the first non-finite one
-        at = _at(int(np.argmax(np.where(finite_bad, ratio, -1.0))), bad.shape)
-    else:
-        at = tuple(int(i) for i in np.argwhere(bad)[0])
-    g, e = got[at], allow.expected[at]
     fields = dict(index=at, got=float(g), expected=float(e), count=count, total=total, against=against,
                   operand=name, worst=shown)
     if np.isfinite(g) and np.isfinite(e):
